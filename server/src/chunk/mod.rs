@@ -1,0 +1,262 @@
+//! Chunking: a pure function from (path, text, language) to ordered chunks.
+//!
+//! Code is split along its syntax (tree-sitter): functions, methods, classes, structs, enums,
+//! traits, interfaces and impls become chunks of their own, with their leading doc comments and
+//! attributes/decorators. Oversized units are split at statement boundaries; tiny neighbours
+//! (imports, constants, loose statements) are merged. Markdown is split by headings and every
+//! other text file into overlapping line windows.
+//!
+//! Invariant: chunks are ordered by start offset and every non-blank line of the input is covered
+//! by at least one chunk. Nothing is silently dropped.
+
+mod lines;
+mod markdown;
+mod syntax;
+mod tokens;
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::lang::Language;
+
+pub use tokens::estimate_tokens;
+
+/// What a chunk is, as far as a reader is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChunkKind {
+    Function,
+    Method,
+    Class,
+    Struct,
+    Enum,
+    Interface,
+    Trait,
+    Impl,
+    Module,
+    Type,
+    Macro,
+    /// Code that is not a definition: imports, constants, top-level statements, merged together.
+    Code,
+    /// A Markdown section, headed by its heading.
+    Section,
+    /// A window of lines from a file without a grammar.
+    Text,
+}
+
+impl ChunkKind {
+    /// The lowercase name used in output.
+    pub fn name(self) -> &'static str {
+        match self {
+            ChunkKind::Function => "function",
+            ChunkKind::Method => "method",
+            ChunkKind::Class => "class",
+            ChunkKind::Struct => "struct",
+            ChunkKind::Enum => "enum",
+            ChunkKind::Interface => "interface",
+            ChunkKind::Trait => "trait",
+            ChunkKind::Impl => "impl",
+            ChunkKind::Module => "module",
+            ChunkKind::Type => "type",
+            ChunkKind::Macro => "macro",
+            ChunkKind::Code => "code",
+            ChunkKind::Section => "section",
+            ChunkKind::Text => "text",
+        }
+    }
+}
+
+/// A chunk's content hash (xxh3-128 of its text). Embeddings are cached by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ContentHash(pub u128);
+
+impl ContentHash {
+    pub fn of(text: &str) -> ContentHash {
+        ContentHash(crate::content_hash(text.as_bytes()))
+    }
+}
+
+impl std::fmt::Display for ContentHash {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:032x}", self.0)
+    }
+}
+
+/// One retrievable unit of a file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Chunk {
+    /// Path of the file, relative to its workspace root, `/`-separated.
+    pub path: Arc<str>,
+    /// Byte range in the file's (UTF-8) text.
+    pub byte_range: Range<usize>,
+    /// First line, 1-based.
+    pub start_line: u32,
+    /// Last line, 1-based, inclusive.
+    pub end_line: u32,
+    pub language: Language,
+    pub kind: ChunkKind,
+    /// The defined name (`open`), if the chunk is a definition or a Markdown section.
+    pub symbol: Option<String>,
+    /// The enclosing definitions (`Shard`, `outer::Shard`), if any.
+    pub container: Option<String>,
+    pub hash: ContentHash,
+}
+
+impl Chunk {
+    /// The chunk's text, sliced out of the file it came from.
+    pub fn text<'a>(&self, file_text: &'a str) -> &'a str {
+        file_text.get(self.byte_range.clone()).unwrap_or("")
+    }
+
+    /// `container::symbol` (or `container.symbol`, by language), or just the symbol.
+    pub fn symbol_path(&self) -> Option<String> {
+        let symbol = self.symbol.as_deref()?;
+        Some(match self.container.as_deref() {
+            Some(container) => format!("{container}{}{symbol}", path_separator(self.language)),
+            None => symbol.to_string(),
+        })
+    }
+}
+
+/// How container paths are joined in each language (`Shard::open`, `Shard.open`).
+pub(crate) fn path_separator(language: Language) -> &'static str {
+    match language {
+        Language::Rust | Language::Cpp => "::",
+        Language::Markdown => " > ",
+        _ => ".",
+    }
+}
+
+/// Size limits for chunks, in estimated model tokens.
+#[derive(Debug, Clone, Copy)]
+pub struct ChunkConfig {
+    /// Largest chunk, in estimated tokens. Units above it are split.
+    pub max_tokens: usize,
+    /// Lines repeated at the start of the next piece when a unit or window is split.
+    pub overlap_lines: usize,
+}
+
+impl Default for ChunkConfig {
+    fn default() -> Self {
+        // The embedder reads 256 tokens; the header (path + symbol) takes ~16 of them, and the
+        // estimate errs low on dense code, so leave some room.
+        ChunkConfig {
+            max_tokens: 224,
+            overlap_lines: 2,
+        }
+    }
+}
+
+/// A piece of a file before line numbers and hashes are attached.
+#[derive(Debug, Clone)]
+pub(crate) struct Piece {
+    pub range: Range<usize>,
+    pub kind: ChunkKind,
+    pub symbol: Option<String>,
+    pub container: Option<String>,
+}
+
+/// Splits one file into chunks.
+///
+/// Pure: the same input gives the same chunks. `path` is only carried into the chunks.
+pub fn chunk_file(path: &str, text: &str, language: Language, config: &ChunkConfig) -> Vec<Chunk> {
+    let pieces = match language {
+        Language::Markdown => markdown::split(text, config),
+        Language::Text => lines::windows(text, 0..text.len(), config),
+        _ => match language.grammar() {
+            Some(grammar) => syntax::split(text, language, grammar, config)
+                .unwrap_or_else(|| lines::windows(text, 0..text.len(), config)),
+            None => lines::windows(text, 0..text.len(), config),
+        },
+    };
+    let pieces = cover_gaps(text, pieces);
+    let line_starts = LineIndex::new(text);
+    let path: Arc<str> = Arc::from(path);
+    pieces
+        .into_iter()
+        .filter_map(|piece| {
+            let range = trim_range(text, piece.range);
+            if range.is_empty() {
+                return None;
+            }
+            let body = &text[range.clone()];
+            Some(Chunk {
+                path: Arc::clone(&path),
+                start_line: line_starts.line_of(range.start),
+                end_line: line_starts.line_of(range.end - 1),
+                hash: ContentHash::of(body),
+                byte_range: range,
+                language,
+                kind: piece.kind,
+                symbol: piece.symbol,
+                container: piece.container,
+            })
+        })
+        .collect()
+}
+
+/// Inserts `Code` pieces for any non-blank text no piece covers, so nothing is dropped even if a
+/// language rule misses a node, and sorts pieces by start.
+fn cover_gaps(text: &str, mut pieces: Vec<Piece>) -> Vec<Piece> {
+    pieces.sort_by_key(|p| (p.range.start, p.range.end));
+    let mut out = Vec::with_capacity(pieces.len());
+    let mut covered = 0;
+    for piece in pieces {
+        if piece.range.start > covered && !text[covered..piece.range.start].trim().is_empty() {
+            out.push(Piece {
+                range: covered..piece.range.start,
+                kind: ChunkKind::Code,
+                symbol: None,
+                container: None,
+            });
+        }
+        covered = covered.max(piece.range.end);
+        out.push(piece);
+    }
+    if covered < text.len() && !text[covered..].trim().is_empty() {
+        out.push(Piece {
+            range: covered..text.len(),
+            kind: ChunkKind::Code,
+            symbol: None,
+            container: None,
+        });
+    }
+    out
+}
+
+/// Shrinks a range so it starts and ends on non-whitespace.
+fn trim_range(text: &str, range: Range<usize>) -> Range<usize> {
+    let slice = &text[range.clone()];
+    let start = range.start + (slice.len() - slice.trim_start().len());
+    let end = range.end - (slice.len() - slice.trim_end().len());
+    if start >= end { start..start } else { start..end }
+}
+
+/// Maps byte offsets to 1-based line numbers.
+pub(crate) struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    pub fn new(text: &str) -> LineIndex {
+        let mut starts = vec![0];
+        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        LineIndex { starts }
+    }
+
+    /// 1-based line containing `offset`.
+    pub fn line_of(&self, offset: usize) -> u32 {
+        let idx = self.starts.partition_point(|&s| s <= offset);
+        idx as u32
+    }
+
+    /// Byte offset where 0-based line `line` starts (clamped to the last line).
+    pub fn start_of(&self, line: usize) -> usize {
+        self.starts[line.min(self.starts.len() - 1)]
+    }
+}
+
+#[cfg(test)]
+mod tests;

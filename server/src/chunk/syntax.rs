@@ -1,0 +1,683 @@
+//! Syntax-aware splitting with tree-sitter.
+//!
+//! The file's syntax tree is walked top-down. Each node plays one of four roles (see [`Role`]):
+//! a definition becomes a chunk with its leading comments and attributes; a container definition
+//! that is too big (a class, impl, trait, interface, module) gives a header chunk and is entered,
+//! so its members become chunks with the container's name as their container path; other nodes
+//! are merged with their neighbours up to the size budget. Anything still over budget is split at
+//! the boundaries of its children (statements), recursively, with a few lines of overlap.
+
+use std::ops::Range;
+
+use tree_sitter::{Node, Parser};
+
+use super::{ChunkConfig, ChunkKind, LineIndex, Piece, estimate_tokens, lines, path_separator};
+use crate::lang::Language;
+
+pub(crate) fn split(
+    text: &str,
+    language: Language,
+    grammar: tree_sitter::Language,
+    config: &ChunkConfig,
+) -> Option<Vec<Piece>> {
+    let mut parser = Parser::new();
+    parser.set_language(&grammar).ok()?;
+    let tree = parser.parse(text, None)?;
+    let mut splitter = Splitter {
+        text,
+        language,
+        config,
+        lines: LineIndex::new(text),
+        raw: Vec::new(),
+    };
+    splitter.visit_children(tree.root_node(), &Scope::default());
+    Some(splitter.finish())
+}
+
+/// What a node is to the chunker.
+enum Role<'t> {
+    /// A comment, attribute or decorator: belongs to the definition right after it.
+    Leading,
+    Definition(Def<'t>),
+    /// A wrapper whose children are visited as if they were its siblings (`#ifdef`, `extern "C"`).
+    Transparent,
+    Other,
+}
+
+struct Def<'t> {
+    kind: ChunkKind,
+    name: Option<String>,
+    /// An explicit container from the definition itself (`impl Foo`'s methods, Go receivers,
+    /// `Foo::bar` in C++), overriding the enclosing one.
+    container: Option<String>,
+    /// For containers: the node whose children are the members.
+    body: Option<Node<'t>>,
+}
+
+/// Where we are in the tree: the container path and whether it is a type (members are methods).
+#[derive(Default, Clone)]
+struct Scope {
+    container: Option<String>,
+    in_type: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RawRole {
+    Definition,
+    ContainerHeader,
+    Other,
+}
+
+struct Raw {
+    range: Range<usize>,
+    tokens: usize,
+    kind: ChunkKind,
+    symbol: Option<String>,
+    container: Option<String>,
+    role: RawRole,
+}
+
+/// Container headers smaller than this (in estimated tokens) join their first member.
+const TINY_HEADER_TOKENS: usize = 16;
+
+struct Splitter<'a> {
+    text: &'a str,
+    language: Language,
+    config: &'a ChunkConfig,
+    lines: LineIndex,
+    raw: Vec<Raw>,
+}
+
+impl<'a> Splitter<'a> {
+    fn tokens(&self, range: &Range<usize>) -> usize {
+        estimate_tokens(&self.text[range.clone()])
+    }
+
+    fn visit_children(&mut self, node: Node<'_>, scope: &Scope) {
+        let mut cursor = node.walk();
+        let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
+        let mut leading: Vec<Node<'_>> = Vec::new();
+        let mut prev_end = node.start_byte();
+        for child in children {
+            match classify(self.language, child, self.text) {
+                Role::Leading => {
+                    // A comment on the same line as the code before it belongs to that code.
+                    // (Comment nodes may include their newline, hence `prev_end - 1`.)
+                    let trailing = prev_end > node.start_byte()
+                        && self.lines.line_of(prev_end - 1) == self.lines.line_of(child.start_byte());
+                    let detached = leading
+                        .last()
+                        .is_some_and(|last| self.has_blank_line(last.end_byte(), child.start_byte()));
+                    if trailing || detached {
+                        self.flush_leading(&mut leading, scope);
+                    }
+                    if trailing {
+                        match self.raw.last_mut() {
+                            Some(last) if last.range.end <= child.start_byte() => {
+                                last.range.end = child.end_byte();
+                                last.tokens += estimate_tokens(&self.text[child.start_byte()..child.end_byte()]);
+                            }
+                            _ => self.other(child.start_byte()..child.end_byte(), child, scope),
+                        }
+                    } else {
+                        leading.push(child);
+                    }
+                }
+                Role::Definition(def) => {
+                    let attached = leading
+                        .last()
+                        .is_some_and(|last| !self.has_blank_line(last.end_byte(), child.start_byte()));
+                    let start = if attached {
+                        leading[0].start_byte()
+                    } else {
+                        self.flush_leading(&mut leading, scope);
+                        child.start_byte()
+                    };
+                    leading.clear();
+                    self.definition(start..child.end_byte(), child, def, scope);
+                }
+                Role::Transparent => {
+                    self.flush_leading(&mut leading, scope);
+                    self.visit_children(child, scope);
+                }
+                Role::Other => {
+                    self.flush_leading(&mut leading, scope);
+                    self.other(child.start_byte()..child.end_byte(), child, scope);
+                }
+            }
+            prev_end = child.end_byte();
+        }
+        self.flush_leading(&mut leading, scope);
+    }
+
+    fn has_blank_line(&self, from: usize, to: usize) -> bool {
+        self.text[from..to].matches('\n').count() >= 2
+    }
+
+    fn flush_leading(&mut self, leading: &mut Vec<Node<'_>>, scope: &Scope) {
+        for node in leading.drain(..) {
+            self.push(node.start_byte()..node.end_byte(), ChunkKind::Code, None, scope.container.clone(), RawRole::Other);
+        }
+    }
+
+    fn definition(&mut self, range: Range<usize>, node: Node<'_>, def: Def<'_>, scope: &Scope) {
+        let kind = match def.kind {
+            ChunkKind::Function if scope.in_type || def.container.is_some() => ChunkKind::Method,
+            kind => kind,
+        };
+        let container = def.container.clone().or_else(|| scope.container.clone());
+        if self.tokens(&range) <= self.config.max_tokens {
+            self.push(range, kind, def.name, container, RawRole::Definition);
+            return;
+        }
+        if let Some(body) = def.body {
+            // Too big to keep whole: a header chunk, then the members on their own.
+            self.push(range.start..body.start_byte(), kind, def.name.clone(), container.clone(), RawRole::ContainerHeader);
+            let inner = Scope {
+                container: Some(match (&container, &def.name) {
+                    (Some(outer), Some(name)) => format!("{outer}{}{name}", path_separator(self.language)),
+                    (None, Some(name)) => name.clone(),
+                    (Some(outer), None) => outer.clone(),
+                    (None, None) => String::new(),
+                })
+                .filter(|c| !c.is_empty()),
+                in_type: !matches!(kind, ChunkKind::Module),
+            };
+            self.visit_children(body, &inner);
+            if body.end_byte() < range.end {
+                self.push(body.end_byte()..range.end, ChunkKind::Code, None, container, RawRole::Other);
+            }
+            return;
+        }
+        for piece in self.split_oversized(node, range) {
+            self.push(piece, kind, def.name.clone(), container.clone(), RawRole::Definition);
+        }
+    }
+
+    fn other(&mut self, range: Range<usize>, node: Node<'_>, scope: &Scope) {
+        if self.tokens(&range) > self.config.max_tokens && node.child_count() > 0 {
+            // A big statement may hold definitions (`module.exports = { … }`, `if TYPE_CHECKING:`,
+            // a test suite's `describe(…)`): look inside instead of cutting blindly.
+            self.visit_children(node, scope);
+            return;
+        }
+        let ranges = if self.tokens(&range) > self.config.max_tokens {
+            lines::split_lines(self.text, range, self.config)
+        } else {
+            vec![range]
+        };
+        for range in ranges {
+            self.push(range, ChunkKind::Code, None, scope.container.clone(), RawRole::Other);
+        }
+    }
+
+    fn push(&mut self, range: Range<usize>, kind: ChunkKind, symbol: Option<String>, container: Option<String>, role: RawRole) {
+        if range.is_empty() {
+            return;
+        }
+        let tokens = self.tokens(&range);
+        self.raw.push(Raw { range, tokens, kind, symbol, container, role });
+    }
+
+    /// Splits a definition over budget at its children's boundaries (recursively), packs the
+    /// parts greedily into pieces under budget, and lets each piece start a few lines early.
+    fn split_oversized(&self, node: Node<'_>, range: Range<usize>) -> Vec<Range<usize>> {
+        let mut atoms = Vec::new();
+        self.atoms(vec![node], range.clone(), &mut atoms);
+        let mut pieces: Vec<Range<usize>> = Vec::new();
+        let mut current: Option<(Range<usize>, usize)> = None;
+        // Leave an eighth of the budget for the overlap added below.
+        let pack_limit = self.config.max_tokens - self.config.max_tokens / 8;
+        for atom in atoms {
+            let tokens = self.tokens(&atom);
+            current = match current {
+                Some((cur, cur_tokens)) if cur_tokens + tokens <= pack_limit => {
+                    Some((cur.start..atom.end, cur_tokens + tokens))
+                }
+                Some((cur, _)) => {
+                    pieces.push(cur);
+                    Some((atom, tokens))
+                }
+                None => Some((atom, tokens)),
+            };
+        }
+        if let Some((cur, _)) = current {
+            pieces.push(cur);
+        }
+        // Overlap: each piece after the first starts `overlap_lines` earlier.
+        let mut out = Vec::with_capacity(pieces.len());
+        for (i, piece) in pieces.iter().enumerate() {
+            if i == 0 || self.config.overlap_lines == 0 {
+                out.push(piece.clone());
+                continue;
+            }
+            // As many lines back as fit the budget, up to `overlap_lines`.
+            let line = self.lines.line_of(piece.start) as usize - 1;
+            let start = (1..=self.config.overlap_lines)
+                .rev()
+                .map(|n| self.lines.start_of(line.saturating_sub(n)).max(pieces[i - 1].start))
+                .find(|&start| self.tokens(&(start..piece.end)) <= self.config.max_tokens)
+                .unwrap_or(piece.start);
+            out.push(start..piece.end);
+        }
+        out
+    }
+
+    /// Partitions `range` at the lines where `nodes` begin; parts still over budget are
+    /// partitioned where their nodes' children begin, recursively, and leaves by lines.
+    /// Cuts fall only at the start of a line, so pieces are whole lines.
+    fn atoms(&self, nodes: Vec<Node<'_>>, range: Range<usize>, out: &mut Vec<Range<usize>>) {
+        let mut parts: Vec<(usize, Vec<Node<'_>>)> = vec![(range.start, Vec::new())];
+        for node in nodes {
+            let start = node.start_byte();
+            let line_start = self.lines.start_of(self.lines.line_of(start) as usize - 1);
+            let begins_line = self.text[line_start..start].trim().is_empty();
+            let last = parts.last().map_or(range.start, |p| p.0);
+            if begins_line && line_start > last && line_start < range.end {
+                parts.push((line_start, vec![node]));
+            } else if let Some(part) = parts.last_mut() {
+                part.1.push(node);
+            }
+        }
+        for (i, (start, nodes)) in parts.iter().enumerate() {
+            let end = parts.get(i + 1).map_or(range.end, |p| p.0);
+            let part = *start..end;
+            if part.is_empty() {
+                continue;
+            }
+            if self.tokens(&part) <= self.config.max_tokens {
+                out.push(part);
+                continue;
+            }
+            let children: Vec<Node<'_>> = nodes
+                .iter()
+                .flat_map(|n| {
+                    let mut cursor = n.walk();
+                    n.children(&mut cursor).collect::<Vec<_>>()
+                })
+                .collect();
+            if children.is_empty() {
+                out.extend(lines::split_lines(self.text, part, self.config));
+            } else {
+                self.atoms(children, part, out);
+            }
+        }
+    }
+
+    /// Merges the raw pieces: stray punctuation joins the piece before it; consecutive `Other`
+    /// pieces merge up to the budget, also into a container header before them (fields join
+    /// their class).
+    fn finish(self) -> Vec<Piece> {
+        let max = self.config.max_tokens;
+        let mut out: Vec<Raw> = Vec::with_capacity(self.raw.len());
+        for raw in self.raw {
+            if raw.role == RawRole::Other {
+                if let Some(prev) = out.last_mut() {
+                    let punctuation_only = self.text[raw.range.clone()]
+                        .chars()
+                        .all(|c| c.is_whitespace() || "{}()[];,".contains(c));
+                    let mergeable = matches!(prev.role, RawRole::Other | RawRole::ContainerHeader)
+                        && prev.container == raw.container
+                        && prev.tokens + raw.tokens <= max;
+                    if (punctuation_only && raw.tokens <= 4) || mergeable {
+                        prev.range.end = prev.range.end.max(raw.range.end);
+                        prev.tokens += raw.tokens;
+                        continue;
+                    }
+                }
+            }
+            out.push(raw);
+        }
+        // A bare container header (`impl Foo {`) says little on its own: it joins the first
+        // member after it instead.
+        let mut merged: Vec<Raw> = Vec::with_capacity(out.len());
+        let mut pending_header: Option<Raw> = None;
+        for mut raw in out {
+            if let Some(header) = pending_header.take() {
+                if header.tokens + raw.tokens <= max {
+                    raw.range.start = header.range.start;
+                    raw.tokens += header.tokens;
+                    if raw.role == RawRole::Other {
+                        // Loose code in the container (a docstring, fields) is the container's.
+                        raw.kind = header.kind;
+                        raw.symbol = header.symbol;
+                        raw.container = header.container;
+                        raw.role = RawRole::ContainerHeader;
+                    }
+                } else {
+                    merged.push(header);
+                }
+            }
+            if raw.role == RawRole::ContainerHeader && raw.tokens < TINY_HEADER_TOKENS {
+                pending_header = Some(raw);
+            } else {
+                merged.push(raw);
+            }
+        }
+        merged.extend(pending_header);
+        merged
+            .into_iter()
+            .map(|raw| Piece {
+                range: raw.range,
+                kind: raw.kind,
+                symbol: raw.symbol,
+                container: raw.container,
+            })
+            .collect()
+    }
+}
+
+fn text_of(node: Node<'_>, text: &str) -> String {
+    text[node.start_byte()..node.end_byte()].to_string()
+}
+
+fn field_text(node: Node<'_>, field: &str, text: &str) -> Option<String> {
+    node.child_by_field_name(field).map(|n| text_of(n, text))
+}
+
+fn def(kind: ChunkKind, name: Option<String>) -> Role<'static> {
+    Role::Definition(Def { kind, name, container: None, body: None })
+}
+
+fn container<'t>(kind: ChunkKind, name: Option<String>, body: Option<Node<'t>>) -> Role<'t> {
+    Role::Definition(Def { kind, name, container: None, body })
+}
+
+/// `Foo<T>` → `Foo`; `crate::a::Foo` → `Foo` (the last path segment names the type).
+fn bare_type_name(name: &str) -> String {
+    let name = name.split('<').next().unwrap_or(name).trim();
+    let name = name.rsplit("::").next().unwrap_or(name);
+    name.trim_start_matches(['&', '*']).trim().to_string()
+}
+
+fn classify<'t>(language: Language, node: Node<'t>, text: &str) -> Role<'t> {
+    match language {
+        Language::Rust => classify_rust(node, text),
+        Language::Python => classify_python(node, text),
+        Language::JavaScript | Language::TypeScript | Language::Tsx => classify_js(node, text),
+        Language::Go => classify_go(node, text),
+        Language::Java => classify_java(node, text),
+        Language::C | Language::Cpp => classify_c(node, text),
+        Language::Markdown | Language::Text => Role::Other,
+    }
+}
+
+fn classify_rust<'t>(node: Node<'t>, text: &str) -> Role<'t> {
+    let name = || field_text(node, "name", text);
+    match node.kind() {
+        "line_comment" | "block_comment" | "attribute_item" => Role::Leading,
+        "function_item" | "function_signature_item" => def(ChunkKind::Function, name()),
+        "struct_item" | "union_item" => def(ChunkKind::Struct, name()),
+        "enum_item" => def(ChunkKind::Enum, name()),
+        "type_item" => def(ChunkKind::Type, name()),
+        "macro_definition" => def(ChunkKind::Macro, name()),
+        "trait_item" => container(ChunkKind::Trait, name(), node.child_by_field_name("body")),
+        "impl_item" => {
+            let ty = field_text(node, "type", text).map(|t| bare_type_name(&t));
+            container(ChunkKind::Impl, ty, node.child_by_field_name("body"))
+        }
+        "mod_item" => match node.child_by_field_name("body") {
+            Some(body) => container(ChunkKind::Module, name(), Some(body)),
+            None => Role::Other,
+        },
+        _ => Role::Other,
+    }
+}
+
+fn classify_python<'t>(node: Node<'t>, text: &str) -> Role<'t> {
+    match node.kind() {
+        "comment" => Role::Leading,
+        "function_definition" => def(ChunkKind::Function, field_text(node, "name", text)),
+        "class_definition" => container(
+            ChunkKind::Class,
+            field_text(node, "name", text),
+            node.child_by_field_name("body"),
+        ),
+        "decorated_definition" => match node.child_by_field_name("definition") {
+            Some(inner) => classify_python(inner, text),
+            None => Role::Other,
+        },
+        _ => Role::Other,
+    }
+}
+
+fn classify_js<'t>(node: Node<'t>, text: &str) -> Role<'t> {
+    let name = || field_text(node, "name", text);
+    match node.kind() {
+        "comment" | "decorator" => Role::Leading,
+        "function_declaration" | "generator_function_declaration" | "function_signature" => {
+            def(ChunkKind::Function, name())
+        }
+        "method_definition" | "method_signature" | "abstract_method_signature" => {
+            def(ChunkKind::Method, name())
+        }
+        "class_declaration" | "abstract_class_declaration" | "class" => {
+            container(ChunkKind::Class, name(), node.child_by_field_name("body"))
+        }
+        "interface_declaration" => {
+            container(ChunkKind::Interface, name(), node.child_by_field_name("body"))
+        }
+        "type_alias_declaration" => def(ChunkKind::Type, name()),
+        "enum_declaration" => def(ChunkKind::Enum, name()),
+        "internal_module" | "module" => {
+            container(ChunkKind::Module, name(), node.child_by_field_name("body"))
+        }
+        // TypeScript wraps `namespace X { … }` in a statement.
+        "expression_statement" if node.named_child(0).is_some_and(|n| n.kind() == "internal_module") => {
+            match node.named_child(0) {
+                Some(inner) => classify_js(inner, text),
+                None => Role::Other,
+            }
+        }
+        "export_statement" => match node.child_by_field_name("declaration") {
+            Some(inner) => classify_js(inner, text),
+            None => Role::Other,
+        },
+        "lexical_declaration" | "variable_declaration" => {
+            let mut cursor = node.walk();
+            let declarators: Vec<Node<'t>> = node
+                .named_children(&mut cursor)
+                .filter(|c| c.kind() == "variable_declarator")
+                .collect();
+            match declarators.as_slice() {
+                [one] => js_value_role(one.child_by_field_name("value"), field_text(*one, "name", text)),
+                _ => Role::Other,
+            }
+        }
+        "pair" => js_value_role(node.child_by_field_name("value"), field_text(node, "key", text))
+            .method(),
+        "expression_statement" => {
+            // `Foo.prototype.bar = function () {}` and `exports.bar = () => {}`.
+            let Some(assign) = node.named_child(0).filter(|n| n.kind() == "assignment_expression")
+            else {
+                return Role::Other;
+            };
+            let left = field_text(assign, "left", text).unwrap_or_default();
+            match js_value_role(assign.child_by_field_name("right"), None) {
+                Role::Definition(mut d) => {
+                    let (container, name) = match left.rsplit_once('.') {
+                        Some((c, n)) => (Some(c.trim_end_matches(".prototype").to_string()), n),
+                        None => (None, left.as_str()),
+                    };
+                    d.name = Some(name.to_string());
+                    d.container = container.filter(|c| !c.is_empty() && c != "module.exports" && c != "exports");
+                    Role::Definition(d)
+                }
+                other => other,
+            }
+        }
+        _ => Role::Other,
+    }
+}
+
+/// A value that is a function or class makes its binding a definition.
+fn js_value_role<'t>(value: Option<Node<'t>>, name: Option<String>) -> Role<'t> {
+    match value.map(|v| (v.kind(), v)) {
+        Some(("arrow_function" | "function_expression" | "function" | "generator_function", _)) => {
+            def(ChunkKind::Function, name)
+        }
+        Some(("class", v)) => container(ChunkKind::Class, name, v.child_by_field_name("body")),
+        _ => Role::Other,
+    }
+}
+
+impl Role<'_> {
+    /// An object literal's function-valued key is a method.
+    fn method(self) -> Self {
+        match self {
+            Role::Definition(mut d) if d.kind == ChunkKind::Function => {
+                d.kind = ChunkKind::Method;
+                Role::Definition(d)
+            }
+            other => other,
+        }
+    }
+}
+
+fn classify_go<'t>(node: Node<'t>, text: &str) -> Role<'t> {
+    match node.kind() {
+        "comment" => Role::Leading,
+        "function_declaration" => def(ChunkKind::Function, field_text(node, "name", text)),
+        "method_declaration" => {
+            let receiver = node
+                .child_by_field_name("receiver")
+                .and_then(|r| find_descendant(r, "type_identifier"))
+                .map(|t| text_of(t, text));
+            Role::Definition(Def {
+                kind: ChunkKind::Method,
+                name: field_text(node, "name", text),
+                container: receiver,
+                body: None,
+            })
+        }
+        "type_declaration" => {
+            let mut cursor = node.walk();
+            let spec = node
+                .named_children(&mut cursor)
+                .find(|c| matches!(c.kind(), "type_spec" | "type_alias"));
+            let Some(spec) = spec else { return Role::Other };
+            let kind = match spec.child_by_field_name("type").map(|t| t.kind()) {
+                Some("struct_type") => ChunkKind::Struct,
+                Some("interface_type") => ChunkKind::Interface,
+                _ => ChunkKind::Type,
+            };
+            def(kind, field_text(spec, "name", text))
+        }
+        _ => Role::Other,
+    }
+}
+
+fn classify_java<'t>(node: Node<'t>, text: &str) -> Role<'t> {
+    let name = || field_text(node, "name", text);
+    let body = || node.child_by_field_name("body");
+    match node.kind() {
+        "line_comment" | "block_comment" => Role::Leading,
+        "class_declaration" | "record_declaration" => container(ChunkKind::Class, name(), body()),
+        "interface_declaration" | "annotation_type_declaration" => {
+            container(ChunkKind::Interface, name(), body())
+        }
+        "enum_declaration" => container(ChunkKind::Enum, name(), body()),
+        "enum_body_declarations" => Role::Transparent,
+        "method_declaration" | "constructor_declaration" | "compact_constructor_declaration" => {
+            def(ChunkKind::Method, name())
+        }
+        _ => Role::Other,
+    }
+}
+
+fn classify_c<'t>(node: Node<'t>, text: &str) -> Role<'t> {
+    match node.kind() {
+        "comment" => Role::Leading,
+        "function_definition" => {
+            let full = c_declarator_name(node, text);
+            let (container, name) = match full.as_deref().and_then(|n| n.rsplit_once("::")) {
+                Some((c, n)) => (Some(c.to_string()), Some(n.to_string())),
+                None => (None, full),
+            };
+            Role::Definition(Def { kind: ChunkKind::Function, name, container, body: None })
+        }
+        "template_declaration" => {
+            let mut cursor = node.walk();
+            let inner = node.named_children(&mut cursor).last();
+            match inner {
+                Some(inner) if inner.kind() != "template_parameter_list" => match classify_c(inner, text) {
+                    Role::Transparent => Role::Other,
+                    role => role,
+                },
+                _ => Role::Other,
+            }
+        }
+        "namespace_definition" => container(
+            ChunkKind::Module,
+            field_text(node, "name", text),
+            node.child_by_field_name("body"),
+        ),
+        "struct_specifier" | "union_specifier" | "class_specifier" | "enum_specifier" => {
+            c_type_role(node, None, text)
+        }
+        "declaration" | "type_definition" => {
+            let Some(ty) = node.child_by_field_name("type") else { return Role::Other };
+            if ty.child_by_field_name("body").is_none() {
+                return Role::Other;
+            }
+            // `typedef struct { … } Name;` is named by its declarator.
+            let alias = (node.kind() == "type_definition")
+                .then(|| field_text(node, "declarator", text))
+                .flatten();
+            c_type_role(ty, alias, text)
+        }
+        "linkage_specification" | "declaration_list" | "preproc_if" | "preproc_ifdef" | "preproc_else"
+        | "preproc_elif" | "preproc_elifdef" => Role::Transparent,
+        _ => Role::Other,
+    }
+}
+
+fn c_type_role<'t>(spec: Node<'t>, alias: Option<String>, text: &str) -> Role<'t> {
+    let Some(body) = spec.child_by_field_name("body") else { return Role::Other };
+    let kind = match spec.kind() {
+        "class_specifier" => ChunkKind::Class,
+        "enum_specifier" => ChunkKind::Enum,
+        _ => ChunkKind::Struct,
+    };
+    let name = field_text(spec, "name", text).or(alias);
+    if kind == ChunkKind::Enum {
+        def(kind, name)
+    } else {
+        container(kind, name, Some(body))
+    }
+}
+
+/// Follows a C/C++ declarator chain (`*`, `&`, `()`) down to the declared name.
+fn c_declarator_name(node: Node<'_>, text: &str) -> Option<String> {
+    let mut current = node.child_by_field_name("declarator")?;
+    for _ in 0..16 {
+        match current.kind() {
+            "identifier" | "field_identifier" | "qualified_identifier" | "destructor_name"
+            | "operator_name" | "type_identifier" | "template_function" => {
+                return Some(text_of(current, text));
+            }
+            _ => {
+                current = match current.child_by_field_name("declarator") {
+                    Some(next) => next,
+                    None => {
+                        let mut cursor = current.walk();
+                        let next = current.named_children(&mut cursor).find(|c| {
+                            c.kind().ends_with("declarator") || c.kind().ends_with("identifier")
+                        });
+                        next?
+                    }
+                };
+            }
+        }
+    }
+    None
+}
+
+fn find_descendant<'t>(node: Node<'t>, kind: &str) -> Option<Node<'t>> {
+    if node.kind() == kind {
+        return Some(node);
+    }
+    let mut cursor = node.walk();
+    let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
+    children.into_iter().find_map(|c| find_descendant(c, kind))
+}

@@ -1,0 +1,493 @@
+use std::fmt::Write;
+
+use super::*;
+
+/// Renders chunks one per line: `start-end kind symbol_path | first line`.
+fn render(text: &str, language: Language, config: &ChunkConfig) -> String {
+    let chunks = chunk_file("fixture", text, language, config);
+    check_invariants(text, &chunks);
+    let mut out = String::new();
+    for chunk in &chunks {
+        let first = chunk.text(text).lines().next().unwrap_or("").trim();
+        let _ = writeln!(
+            out,
+            "{}-{} {} {} | {}",
+            chunk.start_line,
+            chunk.end_line,
+            chunk.kind.name(),
+            chunk.symbol_path().unwrap_or_else(|| "-".into()),
+            first
+        );
+    }
+    out
+}
+
+/// Chunks are ordered, lie within the text, have consistent lines and hashes, and cover every
+/// non-blank line.
+pub(crate) fn check_invariants(text: &str, chunks: &[Chunk]) {
+    let lines = LineIndex::new(text);
+    let mut covered = vec![false; text.lines().count() + 1];
+    let mut prev_start = 0;
+    for chunk in chunks {
+        assert!(chunk.byte_range.start >= prev_start, "chunks out of order: {chunk:?}");
+        prev_start = chunk.byte_range.start;
+        assert!(chunk.byte_range.end <= text.len());
+        assert!(text.is_char_boundary(chunk.byte_range.start) && text.is_char_boundary(chunk.byte_range.end));
+        assert!(chunk.start_line >= 1 && chunk.start_line <= chunk.end_line);
+        assert_eq!(chunk.start_line, lines.line_of(chunk.byte_range.start));
+        assert_eq!(chunk.hash, ContentHash::of(chunk.text(text)));
+        assert!(!chunk.text(text).trim().is_empty());
+        for line in chunk.start_line..=chunk.end_line {
+            if let Some(slot) = covered.get_mut(line as usize - 1) {
+                *slot = true;
+            }
+        }
+    }
+    for (i, line) in text.lines().enumerate() {
+        assert!(
+            line.trim().is_empty() || covered[i],
+            "line {} not covered: {line:?}\nchunks: {:#?}",
+            i + 1,
+            chunks.iter().map(|c| (c.start_line, c.end_line)).collect::<Vec<_>>()
+        );
+    }
+}
+
+fn check(language: Language, text: &str) -> String {
+    render(text, language, &ChunkConfig::default())
+}
+
+#[test]
+fn rust() {
+    let text = r#"//! Module docs.
+
+use std::fs;
+use std::path::Path;
+
+const LIMIT: usize = 10;
+
+/// A shard of the index.
+#[derive(Debug)]
+pub struct Shard {
+    path: String,
+}
+
+impl Shard {
+    /// Opens a shard.
+    pub fn open(path: &Path) -> std::io::Result<Shard> {
+        let text = fs::read_to_string(path)?;
+        Ok(Shard { path: text })
+    }
+
+    fn close(self) {}
+}
+
+pub trait Store {
+    fn get(&self, key: &str) -> Option<String>;
+}
+
+pub enum Mode { Dense, Lexical }
+
+mod inner {
+    pub fn helper() -> u32 { 1 }
+}
+
+macro_rules! square { ($x:expr) => { $x * $x }; }
+"#;
+    insta::assert_snapshot!(check(Language::Rust, text));
+}
+
+#[test]
+fn rust_large_impl_is_split_into_methods() {
+    let mut text = String::from("pub struct Big;\n\nimpl Big {\n");
+    for i in 0..12 {
+        let _ = write!(
+            text,
+            "    /// Method number {i}.\n    pub fn method_{i}(&self, value: u32) -> u32 {{\n        let doubled = value * 2 + {i};\n        doubled.saturating_sub(1)\n    }}\n\n"
+        );
+    }
+    text.push_str("}\n");
+    insta::assert_snapshot!(check(Language::Rust, &text));
+}
+
+#[test]
+fn oversized_function_is_split_at_statements_with_overlap() {
+    let mut text = String::from("fn long() {\n");
+    for i in 0..80 {
+        let _ = writeln!(text, "    let value_{i} = compute_something(input_{i}, {i});");
+    }
+    text.push_str("}\n");
+    let config = ChunkConfig::default();
+    let chunks = chunk_file("f.rs", &text, Language::Rust, &config);
+    check_invariants(&text, &chunks);
+    assert!(chunks.len() >= 3, "expected several pieces, got {}", chunks.len());
+    for pair in chunks.windows(2) {
+        assert_eq!(pair[0].symbol.as_deref(), Some("long"));
+        assert!(pair[1].start_line <= pair[0].end_line, "pieces should overlap: {pair:?}");
+    }
+    for chunk in &chunks {
+        assert!(estimate_tokens(chunk.text(&text)) <= config.max_tokens, "{chunk:?}");
+    }
+    assert!(chunks[0].text(&text).starts_with("fn long()"));
+}
+
+#[test]
+fn python() {
+    let text = r#"import os
+import sys
+
+TIMEOUT = 5
+
+
+@dataclass
+class Config:
+    """Settings for the client."""
+
+    name: str
+    retries: int = 3
+
+    def load(self, path):
+        """Reads settings from a file."""
+        with open(path) as f:
+            return f.read()
+
+    @property
+    def label(self):
+        return self.name
+
+
+def main():
+    # Entry point.
+    print(Config("x").label)
+
+
+if __name__ == "__main__":
+    main()
+"#;
+    insta::assert_snapshot!(check(Language::Python, text));
+}
+
+#[test]
+fn javascript() {
+    let text = r#"'use strict'
+const fs = require('fs')
+
+/**
+ * Reads a config file.
+ */
+function readConfig (path) {
+  return JSON.parse(fs.readFileSync(path, 'utf8'))
+}
+
+const add = (a, b) => a + b
+
+class Server {
+  constructor (port) {
+    this.port = port
+  }
+
+  listen () {
+    return this.port
+  }
+}
+
+Server.prototype.close = function () {
+  return true
+}
+
+module.exports = { readConfig, add, Server }
+"#;
+    insta::assert_snapshot!(check(Language::JavaScript, text));
+}
+
+#[test]
+fn typescript() {
+    let text = r#"import { Token } from './token'
+
+export interface Options {
+  name: string
+  retries?: number
+}
+
+export type Mode = 'dense' | 'lexical'
+
+export enum Level { Low, High }
+
+/** Validates an API token. */
+export function validateToken(token: Token): boolean {
+  return token.value.length > 0
+}
+
+export class Client {
+  private readonly options: Options
+
+  constructor(options: Options) {
+    this.options = options
+  }
+
+  @logged
+  async send(body: string): Promise<void> {
+    await fetch(this.options.name, { body })
+  }
+}
+
+namespace Util {
+  export function id<T>(x: T): T { return x }
+}
+"#;
+    insta::assert_snapshot!(check(Language::TypeScript, text));
+}
+
+#[test]
+fn tsx() {
+    let text = r#"import React from 'react'
+
+type Props = { label: string }
+
+/** A button that says hello. */
+export function Hello({ label }: Props) {
+  return <button onClick={() => alert(label)}>{label}</button>
+}
+
+export const Panel = ({ children }: { children: React.ReactNode }) => (
+  <div className="panel">{children}</div>
+)
+"#;
+    insta::assert_snapshot!(check(Language::Tsx, text));
+}
+
+#[test]
+fn go() {
+    let text = r#"package store
+
+import (
+	"errors"
+	"os"
+)
+
+// ErrMissing is returned when a key is absent.
+var ErrMissing = errors.New("missing")
+
+// Store keeps values on disk.
+type Store struct {
+	dir string
+}
+
+// Reader reads values.
+type Reader interface {
+	Get(key string) (string, error)
+}
+
+// Open opens a store in dir.
+func Open(dir string) (*Store, error) {
+	if _, err := os.Stat(dir); err != nil {
+		return nil, err
+	}
+	return &Store{dir: dir}, nil
+}
+
+// Get reads one value.
+func (s *Store) Get(key string) (string, error) {
+	return "", ErrMissing
+}
+"#;
+    insta::assert_snapshot!(check(Language::Go, text));
+}
+
+#[test]
+fn java() {
+    let text = r#"package com.example;
+
+import java.util.List;
+
+/** Keeps users. */
+public class UserService {
+    private final List<String> users;
+
+    /** Creates the service. */
+    public UserService(List<String> users) {
+        this.users = users;
+    }
+
+    @Override
+    public String toString() {
+        return "UserService";
+    }
+
+    /** Finds a user by name. */
+    public String find(String name) {
+        for (String u : users) {
+            if (u.equals(name)) return u;
+        }
+        return null;
+    }
+}
+
+interface Repository {
+    void save(String user);
+}
+
+enum Color { RED, GREEN }
+"#;
+    insta::assert_snapshot!(check(Language::Java, text));
+}
+
+#[test]
+fn c() {
+    let text = r#"#include <stdio.h>
+#include <stdlib.h>
+
+#define MAX 10
+
+/* A point in the plane. */
+typedef struct {
+    int x;
+    int y;
+} Point;
+
+struct node {
+    struct node *next;
+};
+
+int add(int a, int b);
+
+/* Adds two numbers. */
+int add(int a, int b) {
+    return a + b;
+}
+
+static char *copy_string(const char *s) {
+    return strdup(s);
+}
+
+#ifdef DEBUG
+void trace(const char *msg) { fprintf(stderr, "%s\n", msg); }
+#endif
+"#;
+    insta::assert_snapshot!(check(Language::C, text));
+}
+
+#[test]
+fn cpp() {
+    let text = r#"#include <string>
+
+namespace store {
+
+/// A key-value cache.
+class Cache {
+public:
+    explicit Cache(int size);
+    std::string get(const std::string& key) const;
+
+private:
+    int size_;
+};
+
+Cache::Cache(int size) : size_(size) {}
+
+std::string Cache::get(const std::string& key) const {
+    return key;
+}
+
+template <typename T>
+T max_of(T a, T b) {
+    return a > b ? a : b;
+}
+
+}  // namespace store
+"#;
+    insta::assert_snapshot!(check(Language::Cpp, text));
+}
+
+#[test]
+fn markdown() {
+    let text = r#"Intro text before any heading.
+
+# Guide
+
+Some words.
+
+## Install
+
+Run the script.
+
+```sh
+# not a heading
+make
+```
+
+## Usage
+
+### Query
+
+Ask a question.
+"#;
+    insta::assert_snapshot!(check(Language::Markdown, text));
+}
+
+#[test]
+fn plain_text_windows_overlap() {
+    let text: String = (0..200).map(|i| format!("line number {i} of a plain text file\n")).collect();
+    let chunks = chunk_file("notes.txt", &text, Language::Text, &ChunkConfig::default());
+    check_invariants(&text, &chunks);
+    assert!(chunks.len() > 3);
+    for pair in chunks.windows(2) {
+        assert_eq!(pair[1].start_line, pair[0].end_line - 1, "two lines of overlap");
+    }
+}
+
+#[test]
+fn empty_and_whitespace_files_have_no_chunks() {
+    for language in Language::ALL {
+        assert!(chunk_file("x", "", language, &ChunkConfig::default()).is_empty());
+        assert!(chunk_file("x", "\n\n   \n", language, &ChunkConfig::default()).is_empty());
+    }
+}
+
+#[test]
+fn broken_syntax_is_still_covered() {
+    let text = "fn broken( {\n  let x = ;\n}\n\nfn fine() -> u32 { 1 }\n\n}}}} garbage ((\n";
+    for language in [Language::Rust, Language::Python, Language::JavaScript, Language::Go, Language::C] {
+        let chunks = chunk_file("x", text, language, &ChunkConfig::default());
+        check_invariants(text, &chunks);
+    }
+}
+
+#[test]
+fn a_single_huge_line_is_cut_not_dropped() {
+    let text = format!("const DATA: &str = \"{}\";\n", "a b c ".repeat(4000));
+    let config = ChunkConfig::default();
+    let chunks = chunk_file("x.rs", &text, Language::Rust, &config);
+    check_invariants(&text, &chunks);
+    assert!(chunks.len() > 10);
+    let solid = |s: &str| s.chars().filter(|c| !c.is_whitespace()).count();
+    let total: usize = chunks.iter().map(|c| solid(c.text(&text))).sum();
+    assert!(total >= solid(&text));
+}
+
+#[test]
+fn non_ascii_text_keeps_char_boundaries() {
+    let text = "/// Grüße, 世界 🚀\nfn grüße() -> &'static str {\n    \"héllo wörld\"\n}\n";
+    let chunks = chunk_file("x.rs", text, Language::Rust, &ChunkConfig::default());
+    check_invariants(text, &chunks);
+    assert_eq!(chunks.len(), 1);
+    assert_eq!(chunks[0].symbol.as_deref(), Some("grüße"));
+}
+
+#[test]
+fn chunking_is_deterministic() {
+    let text = include_str!("syntax.rs");
+    let a = chunk_file("syntax.rs", text, Language::Rust, &ChunkConfig::default());
+    let b = chunk_file("syntax.rs", text, Language::Rust, &ChunkConfig::default());
+    assert_eq!(a, b);
+    check_invariants(text, &a);
+}
+
+#[test]
+fn token_estimate_is_in_a_sane_range() {
+    assert_eq!(estimate_tokens(""), 0);
+    assert_eq!(estimate_tokens("read the file"), 3);
+    // Punctuation counts one each.
+    assert_eq!(estimate_tokens("a(b);"), 5);
+    assert!(estimate_tokens("averyveryverylongidentifiername") > 3);
+}

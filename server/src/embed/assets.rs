@@ -1,0 +1,154 @@
+//! Finding the model and ONNX Runtime on disk.
+//!
+//! Nothing is downloaded at run time: `scripts/bootstrap.sh` puts pinned, checksummed assets in
+//! the cache dir. Lookup order: explicit path (CLI flag or config) → environment
+//! (`RAGGREP_MODEL_DIR`, `ORT_DYLIB_PATH`) → cache dir (`$RAGGREP_HOME`, default
+//! `~/.cache/raggrep`).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// Name of the default model directory under `<cache>/models/`.
+pub const DEFAULT_MODEL: &str = "all-minilm-l6-v2-int8";
+/// ONNX Runtime version the bootstrap installs and `ort` is built against.
+const ORT_VERSION: &str = "1.31.1";
+/// File name of ONNX Runtime's shared library in the cache.
+pub const ORT_LIB_NAME: &str = "libonnxruntime.so.1.31.1";
+
+const FIX: &str = "run `bash scripts/bootstrap.sh` from the raggrep checkout";
+
+/// Errors locating assets. Each message names the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum AssetError {
+    #[error("model directory {0} not found; {FIX} or set RAGGREP_MODEL_DIR")]
+    ModelDirMissing(PathBuf),
+    #[error("model directory {dir} has no {file}; a model dir needs model.onnx and tokenizer.json ({FIX})")]
+    ModelFileMissing { dir: PathBuf, file: &'static str },
+    #[error("ONNX Runtime library {0} not found; {FIX} or set ORT_DYLIB_PATH")]
+    RuntimeMissing(PathBuf),
+    #[error("cannot read {path}: {message}")]
+    BadMetadata { path: PathBuf, message: String },
+    #[error("cannot find a home directory for the cache; set RAGGREP_HOME")]
+    NoHome,
+}
+
+/// Identity of an embedding model, stored with every index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelInfo {
+    /// Stable id: the bootstrap's `raggrep-model.json` id, or `<dir name>-<hash of model.onnx>`.
+    pub id: String,
+    pub dim: usize,
+    /// Longest input the model reads, in tokens; longer input is truncated.
+    pub max_tokens: usize,
+}
+
+/// Where the model and the runtime are.
+#[derive(Debug, Clone)]
+pub struct Assets {
+    pub model_dir: PathBuf,
+    pub ort_dylib: PathBuf,
+}
+
+/// Optional metadata the bootstrap writes next to a model (`raggrep-model.json`).
+#[derive(Debug, Deserialize)]
+pub(crate) struct ModelMetadata {
+    pub id: String,
+    pub dim: Option<usize>,
+    pub max_tokens: Option<usize>,
+}
+
+/// The cache directory: `$RAGGREP_HOME`, else `~/.cache/raggrep`.
+pub fn cache_dir() -> Result<PathBuf, AssetError> {
+    if let Some(home) = std::env::var_os("RAGGREP_HOME").filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(home));
+    }
+    if let Some(xdg) = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(xdg).join("raggrep"));
+    }
+    let home = std::env::var_os("HOME").filter(|v| !v.is_empty()).ok_or(AssetError::NoHome)?;
+    Ok(PathBuf::from(home).join(".cache").join("raggrep"))
+}
+
+impl Assets {
+    /// Locates assets. `model` is a model directory, or the name of one under
+    /// `<cache>/models/` (e.g. `all-minilm-l6-v2-fp32`); `ort_dylib` the runtime library.
+    pub fn locate(model: Option<&str>, ort_dylib: Option<&Path>) -> Result<Assets, AssetError> {
+        let model_dir = match model
+            .map(str::to_string)
+            .or_else(|| std::env::var("RAGGREP_MODEL_DIR").ok().filter(|v| !v.is_empty()))
+        {
+            Some(spec) => {
+                let as_path = PathBuf::from(&spec);
+                if as_path.is_dir() || spec.contains('/') {
+                    as_path
+                } else {
+                    cache_dir()?.join("models").join(spec)
+                }
+            }
+            None => cache_dir()?.join("models").join(DEFAULT_MODEL),
+        };
+        let ort_dylib = match ort_dylib.map(Path::to_path_buf).or_else(|| {
+            std::env::var_os("ORT_DYLIB_PATH").filter(|v| !v.is_empty()).map(PathBuf::from)
+        }) {
+            Some(path) => path,
+            None => cache_dir()?
+                .join("runtime")
+                .join(format!("onnxruntime-{ORT_VERSION}"))
+                .join(ORT_LIB_NAME),
+        };
+        let assets = Assets { model_dir, ort_dylib };
+        assets.check()?;
+        Ok(assets)
+    }
+
+    fn check(&self) -> Result<(), AssetError> {
+        if !self.model_dir.is_dir() {
+            return Err(AssetError::ModelDirMissing(self.model_dir.clone()));
+        }
+        for file in ["model.onnx", "tokenizer.json"] {
+            if !self.model_dir.join(file).is_file() {
+                return Err(AssetError::ModelFileMissing { dir: self.model_dir.clone(), file });
+            }
+        }
+        if !self.ort_dylib.is_file() {
+            return Err(AssetError::RuntimeMissing(self.ort_dylib.clone()));
+        }
+        Ok(())
+    }
+
+    pub fn model_path(&self) -> PathBuf {
+        self.model_dir.join("model.onnx")
+    }
+
+    pub fn tokenizer_path(&self) -> PathBuf {
+        self.model_dir.join("tokenizer.json")
+    }
+
+    /// Reads `raggrep-model.json` if present.
+    pub(crate) fn metadata(&self) -> Result<Option<ModelMetadata>, AssetError> {
+        let path = self.model_dir.join("raggrep-model.json");
+        let text = match fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(AssetError::BadMetadata { path, message: e.to_string() }),
+        };
+        serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| AssetError::BadMetadata { path, message: e.to_string() })
+    }
+
+    /// A stable id for a model without metadata: its directory name and a hash of its weights,
+    /// so two different models never share cached embeddings.
+    pub(crate) fn derived_model_id(&self) -> Result<String, AssetError> {
+        let path = self.model_path();
+        let bytes = fs::read(&path)
+            .map_err(|e| AssetError::BadMetadata { path: path.clone(), message: e.to_string() })?;
+        let name = self
+            .model_dir
+            .file_name()
+            .map_or_else(|| "model".to_string(), |n| n.to_string_lossy().into_owned());
+        Ok(format!("{name}-{:012x}", crate::content_hash(&bytes) as u64 & 0xffff_ffff_ffff))
+    }
+}

@@ -1,0 +1,156 @@
+//! Embedding: text in, unit-length vectors out.
+//!
+//! [`Embedder`] is the seam between the engine and the model. The real implementation,
+//! [`OnnxEmbedder`], runs a BERT-style ONNX model (all-MiniLM-L6-v2 by default) with ONNX Runtime
+//! on the CPU; [`FakeEmbedder`] is a deterministic stand-in for unit tests of index logic only.
+
+mod assets;
+mod onnx;
+
+use std::fmt;
+
+pub use assets::{AssetError, Assets, DEFAULT_MODEL, ModelInfo, ORT_LIB_NAME, cache_dir};
+pub use onnx::{EmbedOptions, OnnxEmbedder};
+
+/// A unit-length embedding vector. Normalised on construction, so cosine similarity is a dot
+/// product.
+#[derive(Clone, PartialEq)]
+pub struct Vector(Box<[f32]>);
+
+impl Vector {
+    /// Normalises `values` to unit length. An all-zero input stays zero (it matches nothing).
+    pub fn normalized(mut values: Vec<f32>) -> Vector {
+        let norm = values.iter().map(|v| v * v).sum::<f32>().sqrt();
+        if norm > 0.0 {
+            values.iter_mut().for_each(|v| *v /= norm);
+        }
+        Vector(values.into_boxed_slice())
+    }
+
+    pub fn as_slice(&self) -> &[f32] {
+        &self.0
+    }
+
+    pub fn dim(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Cosine similarity (both vectors are unit length).
+    pub fn dot(&self, other: &Vector) -> f32 {
+        dot(&self.0, &other.0)
+    }
+
+    pub fn norm(&self) -> f32 {
+        self.0.iter().map(|v| v * v).sum::<f32>().sqrt()
+    }
+}
+
+impl fmt::Debug for Vector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Vector(dim={}, {:?}…)", self.0.len(), &self.0[..self.0.len().min(4)])
+    }
+}
+
+/// Dot product of two equal-length slices.
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// Errors from embedding.
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    #[error(transparent)]
+    Assets(#[from] AssetError),
+    #[error("cannot load ONNX Runtime from {path}: {message}")]
+    Runtime { path: String, message: String },
+    #[error("cannot load model {path}: {message}")]
+    Model { path: String, message: String },
+    #[error("tokenizer failed: {0}")]
+    Tokenize(String),
+    #[error("inference failed: {0}")]
+    Inference(String),
+}
+
+/// Turns texts into vectors. Implementations are thread-safe; calls may block for a while (run
+/// them off async executors).
+pub trait Embedder: Send + Sync {
+    /// Model id and vector dimension: both go into the index so a model change is noticed.
+    fn info(&self) -> &ModelInfo;
+
+    /// Embeds documents (chunks), optimised for throughput. Output order matches input order.
+    fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vector>, EmbedError>;
+
+    /// Embeds one query, optimised for latency.
+    fn embed_query(&self, text: &str) -> Result<Vector, EmbedError>;
+}
+
+/// A deterministic embedder for unit tests of index logic: hashes character trigrams into a
+/// fixed number of buckets. Similar strings get similar vectors; meaning plays no part.
+pub struct FakeEmbedder {
+    info: ModelInfo,
+}
+
+impl FakeEmbedder {
+    pub fn new(dim: usize) -> FakeEmbedder {
+        FakeEmbedder {
+            info: ModelInfo {
+                id: format!("fake-trigram-{dim}"),
+                dim,
+                max_tokens: 256,
+            },
+        }
+    }
+
+    fn embed(&self, text: &str) -> Vector {
+        let mut values = vec![0.0f32; self.info.dim];
+        let chars: Vec<char> = text.to_lowercase().chars().collect();
+        for window in chars.windows(3) {
+            let mut buf = [0u8; 12];
+            let mut len = 0;
+            for c in window {
+                len += c.encode_utf8(&mut buf[len..]).len();
+            }
+            let h = crate::content_hash(&buf[..len]);
+            values[(h % self.info.dim as u128) as usize] += 1.0;
+        }
+        Vector::normalized(values)
+    }
+}
+
+impl Embedder for FakeEmbedder {
+    fn info(&self) -> &ModelInfo {
+        &self.info
+    }
+
+    fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vector>, EmbedError> {
+        Ok(texts.iter().map(|t| self.embed(t)).collect())
+    }
+
+    fn embed_query(&self, text: &str) -> Result<Vector, EmbedError> {
+        Ok(self.embed(text))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vectors_are_unit_length() {
+        let v = Vector::normalized(vec![3.0, 4.0]);
+        assert!((v.norm() - 1.0).abs() < 1e-6);
+        assert_eq!(v.as_slice(), &[0.6, 0.8]);
+        let zero = Vector::normalized(vec![0.0, 0.0]);
+        assert_eq!(zero.norm(), 0.0);
+    }
+
+    #[test]
+    fn fake_embedder_is_deterministic_and_graded() {
+        let e = FakeEmbedder::new(64);
+        let a = e.embed_query("read the file from disk").unwrap();
+        let b = e.embed_query("read a file from disk").unwrap();
+        let c = e.embed_query("zzzz qqqq").unwrap();
+        assert_eq!(a, e.embed_query("read the file from disk").unwrap());
+        assert!(a.dot(&b) > a.dot(&c));
+    }
+}

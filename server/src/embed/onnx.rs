@@ -1,0 +1,278 @@
+//! The ONNX Runtime embedder.
+//!
+//! ONNX Runtime is loaded at run time from the shared library the bootstrap installed (`ort`'s
+//! `load-dynamic`); nothing is downloaded. Documents are tokenised, sorted by length and run in
+//! small batches padded only to the longest member (dynamic padding): on a 2-core CPU small
+//! batches of similar length beat large padded ones (see ARCHITECTURE.md for the measurements).
+//! Queries use a second session of their own, so a query never waits behind a long indexing
+//! batch; it is created on first use.
+
+use std::sync::{Mutex, OnceLock};
+
+use ort::session::Session;
+use ort::session::builder::GraphOptimizationLevel;
+use ort::value::TensorRef;
+use tokenizers::{Tokenizer, TruncationParams};
+
+use super::{Assets, EmbedError, Embedder, ModelInfo, Vector};
+
+/// Tuning knobs for [`OnnxEmbedder`]. Defaults come from measurements on a 2-core CPU.
+#[derive(Debug, Clone)]
+pub struct EmbedOptions {
+    /// Inputs are truncated to this many tokens (the model's own limit is higher, but longer
+    /// inputs cost quadratically in attention and chunks are sized below this).
+    pub max_tokens: usize,
+    /// Documents per inference call.
+    pub batch_size: usize,
+    /// Threads inside one inference call; 0 = number of CPUs.
+    pub threads: usize,
+    /// Sort documents by token length before batching, so a batch pads little. Off only to
+    /// measure what sorting buys.
+    pub sort_by_length: bool,
+}
+
+impl Default for EmbedOptions {
+    fn default() -> Self {
+        EmbedOptions {
+            max_tokens: 256,
+            batch_size: 8,
+            threads: 0,
+            sort_by_length: true,
+        }
+    }
+}
+
+/// A BERT-style sentence-embedding model run by ONNX Runtime: mean pooling over the attention
+/// mask, then L2 normalisation.
+pub struct OnnxEmbedder {
+    info: ModelInfo,
+    tokenizer: Tokenizer,
+    assets: Assets,
+    options: EmbedOptions,
+    threads: usize,
+    environment: ort::environment::Environment,
+    needs_token_type_ids: bool,
+    documents: Mutex<Session>,
+    queries: OnceLock<Mutex<Session>>,
+}
+
+/// ONNX Runtime can be loaded once per process; later calls reuse it.
+static ENVIRONMENT: OnceLock<Result<ort::environment::Environment, String>> = OnceLock::new();
+
+fn environment(assets: &Assets) -> Result<ort::environment::Environment, EmbedError> {
+    let runtime_error = |message: String| EmbedError::Runtime {
+        path: assets.ort_dylib.display().to_string(),
+        message,
+    };
+    ENVIRONMENT
+        .get_or_init(|| {
+            let builder = ort::init_from(&assets.ort_dylib).map_err(|e| e.to_string())?;
+            builder.with_name("raggrep").build().map_err(|e| e.to_string())
+        })
+        .clone()
+        .map_err(runtime_error)
+}
+
+impl OnnxEmbedder {
+    /// Loads the tokenizer and the model. Takes ~0.1–0.3 s.
+    pub fn load(assets: Assets, options: EmbedOptions) -> Result<OnnxEmbedder, EmbedError> {
+        let environment = environment(&assets)?;
+        let mut tokenizer = Tokenizer::from_file(assets.tokenizer_path()).map_err(|e| EmbedError::Model {
+            path: assets.tokenizer_path().display().to_string(),
+            message: e.to_string(),
+        })?;
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                max_length: options.max_tokens,
+                ..TruncationParams::default()
+            }))
+            .map_err(|e| EmbedError::Tokenize(e.to_string()))?;
+        tokenizer.with_padding(None);
+
+        let threads = match options.threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        };
+        let documents = new_session(&environment, &assets, threads)?;
+        let input_names: Vec<&str> = documents.inputs().iter().map(|i| i.name()).collect();
+        for required in ["input_ids", "attention_mask"] {
+            if !input_names.contains(&required) {
+                return Err(EmbedError::Model {
+                    path: assets.model_path().display().to_string(),
+                    message: format!("not a BERT-style model: no `{required}` input (inputs: {input_names:?})"),
+                });
+            }
+        }
+        let needs_token_type_ids = input_names.contains(&"token_type_ids");
+        let metadata = assets.metadata()?;
+        let dim = match metadata.as_ref().and_then(|m| m.dim) {
+            Some(dim) => dim,
+            None => output_dim(&documents).ok_or_else(|| EmbedError::Model {
+                path: assets.model_path().display().to_string(),
+                message: "cannot tell the embedding dimension from the model's output".into(),
+            })?,
+        };
+        let id = match &metadata {
+            Some(m) => m.id.clone(),
+            None => assets.derived_model_id()?,
+        };
+        let max_tokens = metadata
+            .as_ref()
+            .and_then(|m| m.max_tokens)
+            .map_or(options.max_tokens, |m| m.min(options.max_tokens));
+        Ok(OnnxEmbedder {
+            info: ModelInfo { id, dim, max_tokens },
+            tokenizer,
+            assets,
+            options,
+            threads,
+            environment,
+            needs_token_type_ids,
+            documents: Mutex::new(documents),
+            queries: OnceLock::new(),
+        })
+    }
+
+    /// Number of tokens `text` becomes (after truncation), for throughput statistics.
+    pub fn count_tokens(&self, text: &str) -> Result<usize, EmbedError> {
+        Ok(self.encode(text)?.len())
+    }
+
+    pub fn options(&self) -> &EmbedOptions {
+        &self.options
+    }
+
+    fn encode(&self, text: &str) -> Result<Vec<u32>, EmbedError> {
+        let encoding = self
+            .tokenizer
+            .encode_fast(text, true)
+            .map_err(|e| EmbedError::Tokenize(e.to_string()))?;
+        Ok(encoding.get_ids().to_vec())
+    }
+
+    /// Runs one padded batch and returns one vector per sequence.
+    fn run(&self, session: &Mutex<Session>, batch: &[&[u32]]) -> Result<Vec<Vector>, EmbedError> {
+        let rows = batch.len();
+        let cols = batch.iter().map(|ids| ids.len()).max().unwrap_or(0).max(1);
+        let mut input_ids = vec![0i64; rows * cols];
+        let mut attention_mask = vec![0i64; rows * cols];
+        for (row, ids) in batch.iter().enumerate() {
+            for (col, &id) in ids.iter().enumerate() {
+                input_ids[row * cols + col] = i64::from(id);
+                attention_mask[row * cols + col] = 1;
+            }
+        }
+        let token_type_ids = vec![0i64; rows * cols];
+        let shape = [rows, cols];
+        let inference = |e: ort::Error| EmbedError::Inference(e.to_string());
+        let ids_tensor = TensorRef::from_array_view((shape, input_ids.as_slice())).map_err(inference)?;
+        let mask_tensor = TensorRef::from_array_view((shape, attention_mask.as_slice())).map_err(inference)?;
+        let mut session = session
+            .lock()
+            .map_err(|_| EmbedError::Inference("a previous inference panicked".into()))?;
+        let outputs = if self.needs_token_type_ids {
+            let types_tensor = TensorRef::from_array_view((shape, token_type_ids.as_slice())).map_err(inference)?;
+            session.run(ort::inputs![
+                "input_ids" => ids_tensor,
+                "attention_mask" => mask_tensor,
+                "token_type_ids" => types_tensor,
+            ])
+        } else {
+            session.run(ort::inputs!["input_ids" => ids_tensor, "attention_mask" => mask_tensor])
+        }
+        .map_err(inference)?;
+        let (out_shape, hidden) = outputs[0].try_extract_tensor::<f32>().map_err(inference)?;
+        let dims: &[i64] = out_shape;
+        let dim = match dims {
+            [r, c, d] if *r as usize == rows && *c as usize == cols => *d as usize,
+            other => {
+                return Err(EmbedError::Inference(format!(
+                    "unexpected output shape {other:?} for a {rows}×{cols} batch"
+                )));
+            }
+        };
+        // Mean pooling over the attention mask.
+        let mut vectors = Vec::with_capacity(rows);
+        for (row, ids) in batch.iter().enumerate() {
+            let mut sum = vec![0.0f32; dim];
+            let len = ids.len().max(1);
+            for col in 0..ids.len() {
+                let token = &hidden[(row * cols + col) * dim..(row * cols + col + 1) * dim];
+                sum.iter_mut().zip(token).for_each(|(s, t)| *s += t);
+            }
+            sum.iter_mut().for_each(|s| *s /= len as f32);
+            vectors.push(Vector::normalized(sum));
+        }
+        Ok(vectors)
+    }
+
+    fn query_session(&self) -> Result<&Mutex<Session>, EmbedError> {
+        if let Some(session) = self.queries.get() {
+            return Ok(session);
+        }
+        let session = new_session(&self.environment, &self.assets, self.threads)?;
+        Ok(self.queries.get_or_init(|| Mutex::new(session)))
+    }
+}
+
+fn new_session(
+    environment: &ort::environment::Environment,
+    assets: &Assets,
+    threads: usize,
+) -> Result<Session, EmbedError> {
+    let model_error = |message: String| EmbedError::Model {
+        path: assets.model_path().display().to_string(),
+        message,
+    };
+    Session::builder(environment)
+        .map_err(|e| model_error(e.to_string()))?
+        .with_optimization_level(GraphOptimizationLevel::Level3)
+        .map_err(|e| model_error(e.to_string()))?
+        .with_intra_threads(threads)
+        .map_err(|e| model_error(e.to_string()))?
+        .with_inter_threads(1)
+        .map_err(|e| model_error(e.to_string()))?
+        .commit_from_file(assets.model_path())
+        .map_err(|e| model_error(e.to_string()))
+}
+
+fn output_dim(session: &Session) -> Option<usize> {
+    let output = session.outputs().first()?;
+    match output.dtype() {
+        ort::value::ValueType::Tensor { shape, .. } => {
+            let dims: &[i64] = shape;
+            dims.last().copied().filter(|d| *d > 0).map(|d| d as usize)
+        }
+        _ => None,
+    }
+}
+
+impl Embedder for OnnxEmbedder {
+    fn info(&self) -> &ModelInfo {
+        &self.info
+    }
+
+    fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vector>, EmbedError> {
+        let encoded = texts.iter().map(|t| self.encode(t)).collect::<Result<Vec<_>, _>>()?;
+        let mut order: Vec<usize> = (0..encoded.len()).collect();
+        if self.options.sort_by_length {
+            order.sort_by_key(|&i| encoded[i].len());
+        }
+        let mut out: Vec<Option<Vector>> = vec![None; encoded.len()];
+        for group in order.chunks(self.options.batch_size.max(1)) {
+            let batch: Vec<&[u32]> = group.iter().map(|&i| encoded[i].as_slice()).collect();
+            for (&i, vector) in group.iter().zip(self.run(&self.documents, &batch)?) {
+                out[i] = Some(vector);
+            }
+        }
+        Ok(out.into_iter().flatten().collect())
+    }
+
+    fn embed_query(&self, text: &str) -> Result<Vector, EmbedError> {
+        let ids = self.encode(text)?;
+        let mut vectors = self.run(self.query_session()?, &[ids.as_slice()])?;
+        vectors
+            .pop()
+            .ok_or_else(|| EmbedError::Inference("no output for the query".into()))
+    }
+}

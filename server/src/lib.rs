@@ -1,0 +1,21 @@
+//! raggrep: local-first semantic code search.
+//!
+//! The engine is a pipeline of stages, one module each, with data flowing one way:
+//!
+//! ```text
+//! walk ──▶ chunk ──▶ embed ──▶ index ──▶ search
+//! ```
+//!
+//! Front doors (`cli`, and later `lsp`, `mcp`) sit on top of the engine API and never reach
+//! into each other. See `ARCHITECTURE.md` for the map and its invariants.
+
+pub mod chunk;
+pub mod cli;
+pub mod embed;
+pub mod lang;
+pub mod walk;
+
+/// Content hash used for files and chunks: xxh3-128, stable across runs and platforms.
+pub fn content_hash(bytes: &[u8]) -> u128 {
+    xxhash_rust::xxh3::xxh3_128(bytes)
+}
