@@ -41,6 +41,17 @@ impl Language {
         Language::Text,
     ];
 
+    pub fn to_u8(self) -> u8 {
+        Self::ALL.iter().position(|l| *l == self).unwrap_or(0) as u8
+    }
+
+    pub fn from_u8(value: u8) -> Language {
+        Self::ALL
+            .get(value as usize)
+            .copied()
+            .unwrap_or(Language::Text)
+    }
+
     /// Detects the language from a path's extension (or well-known file name).
     pub fn from_path(path: &Path) -> Language {
         let ext = path

@@ -12,7 +12,9 @@
 pub mod chunk;
 pub mod cli;
 pub mod embed;
+pub mod index;
 pub mod lang;
+pub mod search;
 pub mod walk;
 
 /// Content hash used for files and chunks: xxh3-128, stable across runs and platforms.

@@ -94,12 +94,17 @@ pub struct WalkedFile {
 /// Why a file was left out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SkipReason {
-    TooLarge { size: u64, limit: u64 },
+    TooLarge {
+        size: u64,
+        limit: u64,
+    },
     Binary,
     Generated,
     Minified,
     /// A symlink (or a path through one) that resolves outside every root.
-    OutsideRoot { target: PathBuf },
+    OutsideRoot {
+        target: PathBuf,
+    },
     SymlinkLoop,
     Unreadable(String),
 }
@@ -109,10 +114,16 @@ impl fmt::Display for SkipReason {
         match self {
             SkipReason::TooLarge { size, limit } => write!(f, "too large ({size} bytes > {limit})"),
             SkipReason::Binary => f.write_str("binary file"),
-            SkipReason::Generated => f.write_str("generated file (marked @generated / DO NOT EDIT)"),
+            SkipReason::Generated => {
+                f.write_str("generated file (marked @generated / DO NOT EDIT)")
+            }
             SkipReason::Minified => f.write_str("minified file (very long lines)"),
             SkipReason::OutsideRoot { target } => {
-                write!(f, "symlink leads outside the workspace ({})", target.display())
+                write!(
+                    f,
+                    "symlink leads outside the workspace ({})",
+                    target.display()
+                )
             }
             SkipReason::SymlinkLoop => f.write_str("symlink loop"),
             SkipReason::Unreadable(err) => write!(f, "unreadable: {err}"),
@@ -169,7 +180,9 @@ pub fn walk(roots: &[PathBuf], options: &WalkOptions) -> Result<WalkReport, Walk
     report
         .files
         .sort_by(|a, b| (a.root, &a.rel_path).cmp(&(b.root, &b.rel_path)));
-    report.files.dedup_by(|a, b| a.root == b.root && a.rel_path == b.rel_path);
+    report
+        .files
+        .dedup_by(|a, b| a.root == b.root && a.rel_path == b.rel_path);
     Ok(report)
 }
 
@@ -188,11 +201,18 @@ fn walk_root(
     for glob in &options.include {
         overrides.add(glob).map_err(|e| glob_error(glob, e))?;
     }
-    for glob in DEFAULT_EXCLUDES.iter().copied().map(String::from).chain(options.exclude.iter().cloned()) {
+    for glob in DEFAULT_EXCLUDES
+        .iter()
+        .copied()
+        .map(String::from)
+        .chain(options.exclude.iter().cloned())
+    {
         let negated = format!("!{glob}");
         overrides.add(&negated).map_err(|e| glob_error(&glob, e))?;
     }
-    let overrides = overrides.build().map_err(|e| glob_error("<overrides>", e))?;
+    let overrides = overrides
+        .build()
+        .map_err(|e| glob_error("<overrides>", e))?;
 
     let walker = WalkBuilder::new(root)
         .hidden(!options.hidden)
@@ -367,7 +387,8 @@ pub fn classify_bytes(bytes: Vec<u8>) -> Result<SourceText, SkipReason> {
 fn is_generated(text: &str) -> bool {
     text.lines().take(5).any(|line| {
         line.contains("@generated")
-            || (line.contains("DO NOT EDIT") && (line.contains("generated") || line.contains("Generated")))
+            || (line.contains("DO NOT EDIT")
+                && (line.contains("generated") || line.contains("Generated")))
     })
 }
 

@@ -20,7 +20,11 @@ pub(crate) fn windows(text: &str, range: Range<usize>, config: &ChunkConfig) -> 
 }
 
 /// The byte ranges of the windows `windows` makes.
-pub(crate) fn split_lines(text: &str, range: Range<usize>, config: &ChunkConfig) -> Vec<Range<usize>> {
+pub(crate) fn split_lines(
+    text: &str,
+    range: Range<usize>,
+    config: &ChunkConfig,
+) -> Vec<Range<usize>> {
     // Lines of the range as byte ranges, each including its newline.
     let mut lines: Vec<Range<usize>> = Vec::new();
     let mut start = range.start;

@@ -42,7 +42,14 @@ pub(crate) fn split(text: &str, config: &ChunkConfig) -> Vec<Piece> {
                 .collect::<Vec<_>>()
                 .join(" > ")
         });
-        push_section(text, *start..end, Some(title.clone()), container, config, &mut pieces);
+        push_section(
+            text,
+            *start..end,
+            Some(title.clone()),
+            container,
+            config,
+            &mut pieces,
+        );
         stack.push((*level, title.clone()));
     }
     pieces

@@ -47,6 +47,35 @@ pub enum ChunkKind {
 }
 
 impl ChunkKind {
+    /// Every kind, in a fixed order (the index stores a kind as its position here).
+    pub const ALL: [ChunkKind; 14] = [
+        ChunkKind::Function,
+        ChunkKind::Method,
+        ChunkKind::Class,
+        ChunkKind::Struct,
+        ChunkKind::Enum,
+        ChunkKind::Interface,
+        ChunkKind::Trait,
+        ChunkKind::Impl,
+        ChunkKind::Module,
+        ChunkKind::Type,
+        ChunkKind::Macro,
+        ChunkKind::Code,
+        ChunkKind::Section,
+        ChunkKind::Text,
+    ];
+
+    pub fn to_u8(self) -> u8 {
+        Self::ALL.iter().position(|k| *k == self).unwrap_or(0) as u8
+    }
+
+    pub fn from_u8(value: u8) -> ChunkKind {
+        Self::ALL
+            .get(value as usize)
+            .copied()
+            .unwrap_or(ChunkKind::Code)
+    }
+
     /// The lowercase name used in output.
     pub fn name(self) -> &'static str {
         match self {
@@ -158,6 +187,18 @@ pub(crate) struct Piece {
     pub container: Option<String>,
 }
 
+/// The text the embedder sees for a chunk: its symbol path as a one-line header, then the code.
+///
+/// The file path is deliberately left out: embeddings are cached by this text, so a renamed
+/// file reuses its vectors; the path is matched by the lexical index instead.
+pub fn embedding_text(chunk: &Chunk, file_text: &str) -> String {
+    let code = chunk.text(file_text);
+    match chunk.symbol_path() {
+        Some(symbol) => format!("{symbol}\n{code}"),
+        None => code.to_string(),
+    }
+}
+
 /// Splits one file into chunks.
 ///
 /// Pure: the same input gives the same chunks. `path` is only carried into the chunks.
@@ -231,7 +272,11 @@ fn trim_range(text: &str, range: Range<usize>) -> Range<usize> {
     let slice = &text[range.clone()];
     let start = range.start + (slice.len() - slice.trim_start().len());
     let end = range.end - (slice.len() - slice.trim_end().len());
-    if start >= end { start..start } else { start..end }
+    if start >= end {
+        start..start
+    } else {
+        start..end
+    }
 }
 
 /// Maps byte offsets to 1-based line numbers.

@@ -104,10 +104,11 @@ impl<'a> Splitter<'a> {
                     // A comment on the same line as the code before it belongs to that code.
                     // (Comment nodes may include their newline, hence `prev_end - 1`.)
                     let trailing = prev_end > node.start_byte()
-                        && self.lines.line_of(prev_end - 1) == self.lines.line_of(child.start_byte());
-                    let detached = leading
-                        .last()
-                        .is_some_and(|last| self.has_blank_line(last.end_byte(), child.start_byte()));
+                        && self.lines.line_of(prev_end - 1)
+                            == self.lines.line_of(child.start_byte());
+                    let detached = leading.last().is_some_and(|last| {
+                        self.has_blank_line(last.end_byte(), child.start_byte())
+                    });
                     if trailing || detached {
                         self.flush_leading(&mut leading, scope);
                     }
@@ -115,7 +116,9 @@ impl<'a> Splitter<'a> {
                         match self.raw.last_mut() {
                             Some(last) if last.range.end <= child.start_byte() => {
                                 last.range.end = child.end_byte();
-                                last.tokens += estimate_tokens(&self.text[child.start_byte()..child.end_byte()]);
+                                last.tokens += estimate_tokens(
+                                    &self.text[child.start_byte()..child.end_byte()],
+                                );
                             }
                             _ => self.other(child.start_byte()..child.end_byte(), child, scope),
                         }
@@ -124,9 +127,9 @@ impl<'a> Splitter<'a> {
                     }
                 }
                 Role::Definition(def) => {
-                    let attached = leading
-                        .last()
-                        .is_some_and(|last| !self.has_blank_line(last.end_byte(), child.start_byte()));
+                    let attached = leading.last().is_some_and(|last| {
+                        !self.has_blank_line(last.end_byte(), child.start_byte())
+                    });
                     let start = if attached {
                         leading[0].start_byte()
                     } else {
@@ -156,7 +159,13 @@ impl<'a> Splitter<'a> {
 
     fn flush_leading(&mut self, leading: &mut Vec<Node<'_>>, scope: &Scope) {
         for node in leading.drain(..) {
-            self.push(node.start_byte()..node.end_byte(), ChunkKind::Code, None, scope.container.clone(), RawRole::Other);
+            self.push(
+                node.start_byte()..node.end_byte(),
+                ChunkKind::Code,
+                None,
+                scope.container.clone(),
+                RawRole::Other,
+            );
         }
     }
 
@@ -172,10 +181,18 @@ impl<'a> Splitter<'a> {
         }
         if let Some(body) = def.body {
             // Too big to keep whole: a header chunk, then the members on their own.
-            self.push(range.start..body.start_byte(), kind, def.name.clone(), container.clone(), RawRole::ContainerHeader);
+            self.push(
+                range.start..body.start_byte(),
+                kind,
+                def.name.clone(),
+                container.clone(),
+                RawRole::ContainerHeader,
+            );
             let inner = Scope {
                 container: Some(match (&container, &def.name) {
-                    (Some(outer), Some(name)) => format!("{outer}{}{name}", path_separator(self.language)),
+                    (Some(outer), Some(name)) => {
+                        format!("{outer}{}{name}", path_separator(self.language))
+                    }
                     (None, Some(name)) => name.clone(),
                     (Some(outer), None) => outer.clone(),
                     (None, None) => String::new(),
@@ -185,12 +202,24 @@ impl<'a> Splitter<'a> {
             };
             self.visit_children(body, &inner);
             if body.end_byte() < range.end {
-                self.push(body.end_byte()..range.end, ChunkKind::Code, None, container, RawRole::Other);
+                self.push(
+                    body.end_byte()..range.end,
+                    ChunkKind::Code,
+                    None,
+                    container,
+                    RawRole::Other,
+                );
             }
             return;
         }
         for piece in self.split_oversized(node, range) {
-            self.push(piece, kind, def.name.clone(), container.clone(), RawRole::Definition);
+            self.push(
+                piece,
+                kind,
+                def.name.clone(),
+                container.clone(),
+                RawRole::Definition,
+            );
         }
     }
 
@@ -207,16 +236,36 @@ impl<'a> Splitter<'a> {
             vec![range]
         };
         for range in ranges {
-            self.push(range, ChunkKind::Code, None, scope.container.clone(), RawRole::Other);
+            self.push(
+                range,
+                ChunkKind::Code,
+                None,
+                scope.container.clone(),
+                RawRole::Other,
+            );
         }
     }
 
-    fn push(&mut self, range: Range<usize>, kind: ChunkKind, symbol: Option<String>, container: Option<String>, role: RawRole) {
+    fn push(
+        &mut self,
+        range: Range<usize>,
+        kind: ChunkKind,
+        symbol: Option<String>,
+        container: Option<String>,
+        role: RawRole,
+    ) {
         if range.is_empty() {
             return;
         }
         let tokens = self.tokens(&range);
-        self.raw.push(Raw { range, tokens, kind, symbol, container, role });
+        self.raw.push(Raw {
+            range,
+            tokens,
+            kind,
+            symbol,
+            container,
+            role,
+        });
     }
 
     /// Splits a definition over budget at its children's boundaries (recursively), packs the
@@ -255,7 +304,11 @@ impl<'a> Splitter<'a> {
             let line = self.lines.line_of(piece.start) as usize - 1;
             let start = (1..=self.config.overlap_lines)
                 .rev()
-                .map(|n| self.lines.start_of(line.saturating_sub(n)).max(pieces[i - 1].start))
+                .map(|n| {
+                    self.lines
+                        .start_of(line.saturating_sub(n))
+                        .max(pieces[i - 1].start)
+                })
                 .find(|&start| self.tokens(&(start..piece.end)) <= self.config.max_tokens)
                 .unwrap_or(piece.start);
             out.push(start..piece.end);
@@ -311,19 +364,19 @@ impl<'a> Splitter<'a> {
         let max = self.config.max_tokens;
         let mut out: Vec<Raw> = Vec::with_capacity(self.raw.len());
         for raw in self.raw {
-            if raw.role == RawRole::Other {
-                if let Some(prev) = out.last_mut() {
-                    let punctuation_only = self.text[raw.range.clone()]
-                        .chars()
-                        .all(|c| c.is_whitespace() || "{}()[];,".contains(c));
-                    let mergeable = matches!(prev.role, RawRole::Other | RawRole::ContainerHeader)
-                        && prev.container == raw.container
-                        && prev.tokens + raw.tokens <= max;
-                    if (punctuation_only && raw.tokens <= 4) || mergeable {
-                        prev.range.end = prev.range.end.max(raw.range.end);
-                        prev.tokens += raw.tokens;
-                        continue;
-                    }
+            if raw.role == RawRole::Other
+                && let Some(prev) = out.last_mut()
+            {
+                let punctuation_only = self.text[raw.range.clone()]
+                    .chars()
+                    .all(|c| c.is_whitespace() || "{}()[];,".contains(c));
+                let mergeable = matches!(prev.role, RawRole::Other | RawRole::ContainerHeader)
+                    && prev.container == raw.container
+                    && prev.tokens + raw.tokens <= max;
+                if (punctuation_only && raw.tokens <= 4) || mergeable {
+                    prev.range.end = prev.range.end.max(raw.range.end);
+                    prev.tokens += raw.tokens;
+                    continue;
                 }
             }
             out.push(raw);
@@ -355,6 +408,30 @@ impl<'a> Splitter<'a> {
             }
         }
         merged.extend(pending_header);
+        // A lone scrap of loose code (`'use strict'`, one import, `module.exports = …`) is noise
+        // as a result of its own: it joins the piece before it (or, at the top, the one after) when that fits.
+        let mut i = 0;
+        while i < merged.len() {
+            let scrap = merged[i].role == RawRole::Other && merged[i].tokens < TINY_HEADER_TOKENS;
+            let fits = |other: &Raw, scrap: &Raw| {
+                other.container == scrap.container && other.tokens + scrap.tokens <= max
+            };
+            if scrap && merged.len() > 1 {
+                if i > 0 && fits(&merged[i - 1], &merged[i]) {
+                    let scrap = merged.remove(i);
+                    merged[i - 1].range.end = scrap.range.end;
+                    merged[i - 1].tokens += scrap.tokens;
+                    continue;
+                }
+                if i + 1 < merged.len() && fits(&merged[i + 1], &merged[i]) {
+                    let scrap = merged.remove(i);
+                    merged[i].range.start = scrap.range.start;
+                    merged[i].tokens += scrap.tokens;
+                    continue;
+                }
+            }
+            i += 1;
+        }
         merged
             .into_iter()
             .map(|raw| Piece {
@@ -376,11 +453,21 @@ fn field_text(node: Node<'_>, field: &str, text: &str) -> Option<String> {
 }
 
 fn def(kind: ChunkKind, name: Option<String>) -> Role<'static> {
-    Role::Definition(Def { kind, name, container: None, body: None })
+    Role::Definition(Def {
+        kind,
+        name,
+        container: None,
+        body: None,
+    })
 }
 
 fn container<'t>(kind: ChunkKind, name: Option<String>, body: Option<Node<'t>>) -> Role<'t> {
-    Role::Definition(Def { kind, name, container: None, body })
+    Role::Definition(Def {
+        kind,
+        name,
+        container: None,
+        body,
+    })
 }
 
 /// `Foo<T>` → `Foo`; `crate::a::Foo` → `Foo` (the last path segment names the type).
@@ -454,16 +541,22 @@ fn classify_js<'t>(node: Node<'t>, text: &str) -> Role<'t> {
         "class_declaration" | "abstract_class_declaration" | "class" => {
             container(ChunkKind::Class, name(), node.child_by_field_name("body"))
         }
-        "interface_declaration" => {
-            container(ChunkKind::Interface, name(), node.child_by_field_name("body"))
-        }
+        "interface_declaration" => container(
+            ChunkKind::Interface,
+            name(),
+            node.child_by_field_name("body"),
+        ),
         "type_alias_declaration" => def(ChunkKind::Type, name()),
         "enum_declaration" => def(ChunkKind::Enum, name()),
         "internal_module" | "module" => {
             container(ChunkKind::Module, name(), node.child_by_field_name("body"))
         }
         // TypeScript wraps `namespace X { … }` in a statement.
-        "expression_statement" if node.named_child(0).is_some_and(|n| n.kind() == "internal_module") => {
+        "expression_statement"
+            if node
+                .named_child(0)
+                .is_some_and(|n| n.kind() == "internal_module") =>
+        {
             match node.named_child(0) {
                 Some(inner) => classify_js(inner, text),
                 None => Role::Other,
@@ -480,15 +573,23 @@ fn classify_js<'t>(node: Node<'t>, text: &str) -> Role<'t> {
                 .filter(|c| c.kind() == "variable_declarator")
                 .collect();
             match declarators.as_slice() {
-                [one] => js_value_role(one.child_by_field_name("value"), field_text(*one, "name", text)),
+                [one] => js_value_role(
+                    one.child_by_field_name("value"),
+                    field_text(*one, "name", text),
+                ),
                 _ => Role::Other,
             }
         }
-        "pair" => js_value_role(node.child_by_field_name("value"), field_text(node, "key", text))
-            .method(),
+        "pair" => js_value_role(
+            node.child_by_field_name("value"),
+            field_text(node, "key", text),
+        )
+        .method(),
         "expression_statement" => {
             // `Foo.prototype.bar = function () {}` and `exports.bar = () => {}`.
-            let Some(assign) = node.named_child(0).filter(|n| n.kind() == "assignment_expression")
+            let Some(assign) = node
+                .named_child(0)
+                .filter(|n| n.kind() == "assignment_expression")
             else {
                 return Role::Other;
             };
@@ -500,7 +601,8 @@ fn classify_js<'t>(node: Node<'t>, text: &str) -> Role<'t> {
                         None => (None, left.as_str()),
                     };
                     d.name = Some(name.to_string());
-                    d.container = container.filter(|c| !c.is_empty() && c != "module.exports" && c != "exports");
+                    d.container = container
+                        .filter(|c| !c.is_empty() && c != "module.exports" && c != "exports");
                     Role::Definition(d)
                 }
                 other => other,
@@ -594,16 +696,23 @@ fn classify_c<'t>(node: Node<'t>, text: &str) -> Role<'t> {
                 Some((c, n)) => (Some(c.to_string()), Some(n.to_string())),
                 None => (None, full),
             };
-            Role::Definition(Def { kind: ChunkKind::Function, name, container, body: None })
+            Role::Definition(Def {
+                kind: ChunkKind::Function,
+                name,
+                container,
+                body: None,
+            })
         }
         "template_declaration" => {
             let mut cursor = node.walk();
             let inner = node.named_children(&mut cursor).last();
             match inner {
-                Some(inner) if inner.kind() != "template_parameter_list" => match classify_c(inner, text) {
-                    Role::Transparent => Role::Other,
-                    role => role,
-                },
+                Some(inner) if inner.kind() != "template_parameter_list" => {
+                    match classify_c(inner, text) {
+                        Role::Transparent => Role::Other,
+                        role => role,
+                    }
+                }
                 _ => Role::Other,
             }
         }
@@ -616,7 +725,9 @@ fn classify_c<'t>(node: Node<'t>, text: &str) -> Role<'t> {
             c_type_role(node, None, text)
         }
         "declaration" | "type_definition" => {
-            let Some(ty) = node.child_by_field_name("type") else { return Role::Other };
+            let Some(ty) = node.child_by_field_name("type") else {
+                return Role::Other;
+            };
             if ty.child_by_field_name("body").is_none() {
                 return Role::Other;
             }
@@ -626,14 +737,21 @@ fn classify_c<'t>(node: Node<'t>, text: &str) -> Role<'t> {
                 .flatten();
             c_type_role(ty, alias, text)
         }
-        "linkage_specification" | "declaration_list" | "preproc_if" | "preproc_ifdef" | "preproc_else"
-        | "preproc_elif" | "preproc_elifdef" => Role::Transparent,
+        "linkage_specification"
+        | "declaration_list"
+        | "preproc_if"
+        | "preproc_ifdef"
+        | "preproc_else"
+        | "preproc_elif"
+        | "preproc_elifdef" => Role::Transparent,
         _ => Role::Other,
     }
 }
 
 fn c_type_role<'t>(spec: Node<'t>, alias: Option<String>, text: &str) -> Role<'t> {
-    let Some(body) = spec.child_by_field_name("body") else { return Role::Other };
+    let Some(body) = spec.child_by_field_name("body") else {
+        return Role::Other;
+    };
     let kind = match spec.kind() {
         "class_specifier" => ChunkKind::Class,
         "enum_specifier" => ChunkKind::Enum,
@@ -652,8 +770,13 @@ fn c_declarator_name(node: Node<'_>, text: &str) -> Option<String> {
     let mut current = node.child_by_field_name("declarator")?;
     for _ in 0..16 {
         match current.kind() {
-            "identifier" | "field_identifier" | "qualified_identifier" | "destructor_name"
-            | "operator_name" | "type_identifier" | "template_function" => {
+            "identifier"
+            | "field_identifier"
+            | "qualified_identifier"
+            | "destructor_name"
+            | "operator_name"
+            | "type_identifier"
+            | "template_function" => {
                 return Some(text_of(current, text));
             }
             _ => {

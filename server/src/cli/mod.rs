@@ -8,9 +8,14 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
+mod output;
+mod progress;
+
 use crate::chunk::{ChunkConfig, chunk_file};
 use crate::embed::{Assets, EmbedOptions, Embedder, OnnxEmbedder};
+use crate::index::{self, IndexLocation, IndexOptions, Snapshot, UpdateStats};
 use crate::lang::Language;
+use crate::search::{self, Mode, Query};
 use crate::walk;
 
 #[derive(Parser)]
@@ -31,6 +36,65 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Build or update the index of PATH (default: the current directory).
+    Index {
+        #[arg(default_value = ".")]
+        path: PathBuf,
+        #[command(flatten)]
+        location: LocationArgs,
+        #[command(flatten)]
+        walk: WalkArgs,
+        /// Print the summary as JSON on stdout too.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Search the index. QUERY `-` reads one query per line from stdin (JSON Lines out).
+    Query {
+        query: String,
+        #[command(flatten)]
+        location: LocationArgs,
+        /// Number of results.
+        #[arg(short = 'k', long = "top", default_value_t = 10)]
+        k: usize,
+        /// One JSON object per query.
+        #[arg(long)]
+        json: bool,
+        /// hybrid (default), dense or lexical.
+        #[arg(long, default_value = "hybrid")]
+        mode: String,
+        /// Only this language (rust, python, typescript, go, …).
+        #[arg(long = "lang")]
+        language: Option<String>,
+        /// Only paths matching this glob (relative to the root), e.g. 'src/**/*.rs'.
+        #[arg(long = "path")]
+        path_glob: Option<String>,
+        /// Drop results scoring below this.
+        #[arg(long)]
+        min_score: Option<f32>,
+        /// Exact vector scan instead of the HNSW graph.
+        #[arg(long)]
+        exact: bool,
+    },
+    /// Show what the index holds.
+    Status {
+        #[command(flatten)]
+        location: LocationArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Dump the index: files and chunks (JSON Lines with --json).
+    Inspect {
+        #[command(flatten)]
+        location: LocationArgs,
+        /// List every chunk, not just files.
+        #[arg(long)]
+        chunks: bool,
+        /// List skipped files and why.
+        #[arg(long)]
+        skipped: bool,
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the chunks of one file (debugging the chunker).
     Chunk {
         file: PathBuf,
@@ -50,6 +114,29 @@ enum Command {
         #[arg(default_value = ".")]
         path: PathBuf,
     },
+}
+
+#[derive(clap::Args, Clone)]
+struct LocationArgs {
+    /// Workspace root (default: the current directory).
+    #[arg(long, default_value = ".")]
+    root: PathBuf,
+    /// Keep the index here instead of ROOT/.raggrep (for read-only trees).
+    #[arg(long, env = "RAGGREP_INDEX_DIR")]
+    index_dir: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Clone)]
+struct WalkArgs {
+    /// Skip files larger than this many bytes.
+    #[arg(long, default_value_t = 1024 * 1024)]
+    max_file_size: u64,
+    /// Extra gitignore-style globs to exclude (repeatable).
+    #[arg(long)]
+    exclude: Vec<String>,
+    /// Index only files matching these globs (repeatable).
+    #[arg(long)]
+    include: Vec<String>,
 }
 
 /// Runs the CLI and returns the process exit code.
@@ -84,18 +171,288 @@ fn init_logging(level: &str) {
 
 /// An error and its causes on one line: `context: cause: cause`.
 fn one_line(err: &anyhow::Error) -> String {
-    err.chain().map(|e| e.to_string()).collect::<Vec<_>>().join(": ")
+    err.chain()
+        .map(|e| e.to_string())
+        .collect::<Vec<_>>()
+        .join(": ")
 }
 
 fn dispatch(cli: Cli) -> Result<()> {
+    let model = cli.model.as_deref();
+    let ort = cli.ort_dylib.as_deref();
     match cli.command {
+        Command::Index {
+            path,
+            location,
+            walk,
+            json,
+        } => {
+            let location = IndexLocation::new(&path, location.index_dir.as_deref())?;
+            let embedder = load_embedder(model, ort)?;
+            let options = IndexOptions {
+                walk: walk.into(),
+                ..IndexOptions::default()
+            };
+            let stats = run_update(&location, &embedder, &options)?;
+            if json {
+                writeln!(io::stdout().lock(), "{}", serde_json::to_string(&stats)?)?;
+            }
+            Ok(())
+        }
+        Command::Query {
+            query,
+            location,
+            k,
+            json,
+            mode,
+            language,
+            path_glob,
+            min_score,
+            exact,
+        } => {
+            let mode = Mode::parse(&mode).with_context(|| {
+                format!("unknown --mode {mode:?}: use hybrid, dense or lexical")
+            })?;
+            let language = match language {
+                Some(name) => Some(
+                    Language::from_name(&name)
+                        .with_context(|| format!("unknown --lang {name:?}"))?,
+                ),
+                None => None,
+            };
+            let template = Query {
+                k,
+                mode,
+                language,
+                path_glob,
+                min_score,
+                exact,
+                ..Query::new("")
+            };
+            let location = IndexLocation::new(&location.root, location.index_dir.as_deref())?;
+            cmd_query(&location, model, ort, &query, &template, json)
+        }
+        Command::Status { location, json } => {
+            let location = IndexLocation::new(&location.root, location.index_dir.as_deref())?;
+            cmd_status(&location, json)
+        }
+        Command::Inspect {
+            location,
+            chunks,
+            skipped,
+            json,
+        } => {
+            let location = IndexLocation::new(&location.root, location.index_dir.as_deref())?;
+            cmd_inspect(&location, chunks, skipped, json)
+        }
         Command::Chunk { file, json } => cmd_chunk(&file, json),
         Command::Embed { text, document } => {
-            let embedder = load_embedder(cli.model.as_deref(), cli.ort_dylib.as_deref())?;
+            let embedder = load_embedder(model, ort)?;
             cmd_embed(&embedder, &text, document)
         }
         Command::Files { path } => cmd_files(&path),
     }
+}
+
+impl From<WalkArgs> for walk::WalkOptions {
+    fn from(args: WalkArgs) -> Self {
+        walk::WalkOptions {
+            max_file_size: args.max_file_size,
+            exclude: args.exclude,
+            include: args.include,
+            ..walk::WalkOptions::default()
+        }
+    }
+}
+
+/// Updates an index with progress on stderr and a summary line at the end.
+fn run_update(
+    location: &IndexLocation,
+    embedder: &OnnxEmbedder,
+    options: &IndexOptions,
+) -> Result<UpdateStats> {
+    let mut display = progress::Display::new();
+    let stats = index::update(location, embedder, options, &mut |event| {
+        display.event(event)
+    })
+    .with_context(|| format!("indexing {}", location.root.display()))?;
+    display.finish();
+    let _ = writeln!(
+        io::stderr(),
+        "indexed {}: {} files ({} changed, {} removed, {} skipped), {} chunks, {} embedded, {} reused from cache, {:.1}s",
+        location.root.display(),
+        stats.files,
+        stats.changed_files,
+        stats.removed_files,
+        stats.skipped_files,
+        stats.chunks,
+        stats.embedded,
+        stats.reused,
+        stats.seconds
+    );
+    Ok(stats)
+}
+
+fn cmd_query(
+    location: &IndexLocation,
+    model: Option<&str>,
+    ort: Option<&Path>,
+    query: &str,
+    template: &Query,
+    json: bool,
+) -> Result<()> {
+    let mut embedder = if template.mode != Mode::Lexical {
+        Some(load_embedder(model, ort)?)
+    } else {
+        None
+    };
+    if !location.exists() {
+        let _ = writeln!(
+            io::stderr(),
+            "no index at {} yet; building it first",
+            location.root.display()
+        );
+        rebuild(location, &mut embedder, model, ort)?;
+    }
+    let snapshot = match Snapshot::open(location) {
+        Ok(snapshot) => snapshot,
+        Err(err @ index::IndexError::Corrupt(_)) => {
+            // A damaged index is rebuilt, not a dead end.
+            let _ = writeln!(io::stderr(), "{err}; rebuilding it");
+            rebuild(location, &mut embedder, model, ort)?;
+            Snapshot::open(location)?
+        }
+        Err(err) => return Err(err.into()),
+    };
+    if let Some(embedder) = &embedder {
+        let info = embedder.info();
+        if snapshot.model_id() != info.id || snapshot.dim() != info.dim {
+            return Err(index::IndexError::ModelMismatch {
+                index: snapshot.model_id().to_string(),
+                index_dim: snapshot.dim(),
+                embedder: info.id.clone(),
+                embedder_dim: info.dim,
+            }
+            .into());
+        }
+    }
+    let embedder_ref: Option<&dyn Embedder> = embedder.as_ref().map(|e| e as &dyn Embedder);
+    let mut out = io::stdout().lock();
+    if query == "-" {
+        // JSON Lines: one answer per input line, model and index loaded once.
+        for line in io::stdin().lines() {
+            let line = line.context("reading queries from stdin")?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let request = Query {
+                text: line,
+                ..template.clone()
+            };
+            let results = search::search(&snapshot, embedder_ref, &request)?;
+            writeln!(out, "{}", serde_json::to_string(&results)?)?;
+            out.flush()?;
+        }
+        return Ok(());
+    }
+    let request = Query {
+        text: query.to_string(),
+        ..template.clone()
+    };
+    let results = search::search(&snapshot, embedder_ref, &request)?;
+    if json {
+        writeln!(out, "{}", serde_json::to_string(&results)?)?;
+    } else {
+        output::print_hits(&mut out, &results)?;
+    }
+    Ok(())
+}
+
+/// Updates the index, loading the embedder first if the query did not need it.
+fn rebuild(
+    location: &IndexLocation,
+    embedder: &mut Option<OnnxEmbedder>,
+    model: Option<&str>,
+    ort: Option<&Path>,
+) -> Result<()> {
+    if embedder.is_none() {
+        *embedder = Some(load_embedder(model, ort)?);
+    }
+    let embedder = embedder.as_ref().context("embedder")?;
+    run_update(location, embedder, &IndexOptions::default())?;
+    Ok(())
+}
+
+fn cmd_status(location: &IndexLocation, json: bool) -> Result<()> {
+    let snapshot = Snapshot::open(location)?;
+    let stats = snapshot.stats();
+    let mut out = io::stdout().lock();
+    if json {
+        writeln!(out, "{}", serde_json::to_string(&stats)?)?;
+        return Ok(());
+    }
+    output::print_status(&mut out, &stats)?;
+    Ok(())
+}
+
+fn cmd_inspect(location: &IndexLocation, chunks: bool, skipped: bool, json: bool) -> Result<()> {
+    let snapshot = Snapshot::open(location)?;
+    let mut out = io::stdout().lock();
+    if skipped {
+        for (path, reason) in snapshot.skipped() {
+            if json {
+                writeln!(
+                    out,
+                    "{}",
+                    serde_json::json!({"path": path, "reason": reason})
+                )?;
+            } else {
+                writeln!(out, "{path}  {reason}")?;
+            }
+        }
+        return Ok(());
+    }
+    if !chunks {
+        for (path, language, count) in snapshot.files() {
+            if json {
+                writeln!(
+                    out,
+                    "{}",
+                    serde_json::json!({"path": path, "language": language, "chunks": count})
+                )?;
+            } else {
+                writeln!(out, "{path}  {language}  {count} chunks")?;
+            }
+        }
+        return Ok(());
+    }
+    for i in 0..snapshot.chunk_count() {
+        let Some(c) = snapshot.chunk(i) else { continue };
+        if json {
+            let value = serde_json::json!({
+                "path": c.path, "start_line": c.start_line, "end_line": c.end_line,
+                "kind": c.kind, "language": c.language, "symbol": c.symbol_path(),
+                "hash": format!("{:032x}", c.hash), "embedded": c.embedded,
+            });
+            writeln!(out, "{value}")?;
+        } else {
+            writeln!(
+                out,
+                "{}:{}-{}  {}  {}{}",
+                c.path,
+                c.start_line,
+                c.end_line,
+                c.kind.name(),
+                c.symbol_path().unwrap_or_default(),
+                if c.embedded {
+                    ""
+                } else {
+                    "  (not embedded yet)"
+                }
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// Loads the embedder with default options, or says how to get the assets.
@@ -108,7 +465,12 @@ fn cmd_chunk(file: &Path, json: bool) -> Result<()> {
     let source = walk::read_source(file, u64::MAX)
         .map_err(|reason| anyhow::anyhow!("{}: {reason}", file.display()))?;
     let language = Language::from_path(file);
-    let chunks = chunk_file(&file.to_string_lossy(), &source.text, language, &ChunkConfig::default());
+    let chunks = chunk_file(
+        &file.to_string_lossy(),
+        &source.text,
+        language,
+        &ChunkConfig::default(),
+    );
     let mut out = io::stdout().lock();
     for chunk in &chunks {
         if json {
@@ -141,7 +503,12 @@ fn cmd_embed(embedder: &OnnxEmbedder, text: &str, document: bool) -> Result<()> 
     } else {
         embedder.embed_query(text)?
     };
-    let first: Vec<String> = vector.as_slice().iter().take(8).map(|v| format!("{v:.6}")).collect();
+    let first: Vec<String> = vector
+        .as_slice()
+        .iter()
+        .take(8)
+        .map(|v| format!("{v:.6}"))
+        .collect();
     let mut out = io::stdout().lock();
     writeln!(out, "model: {}", embedder.info().id)?;
     writeln!(out, "dim: {}", vector.dim())?;

@@ -47,7 +47,12 @@ impl Vector {
 
 impl fmt::Debug for Vector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Vector(dim={}, {:?}…)", self.0.len(), &self.0[..self.0.len().min(4)])
+        write!(
+            f,
+            "Vector(dim={}, {:?}…)",
+            self.0.len(),
+            &self.0[..self.0.len().min(4)]
+        )
     }
 }
 

@@ -67,7 +67,10 @@ fn environment(assets: &Assets) -> Result<ort::environment::Environment, EmbedEr
     ENVIRONMENT
         .get_or_init(|| {
             let builder = ort::init_from(&assets.ort_dylib).map_err(|e| e.to_string())?;
-            builder.with_name("raggrep").build().map_err(|e| e.to_string())
+            builder
+                .with_name("raggrep")
+                .build()
+                .map_err(|e| e.to_string())
         })
         .clone()
         .map_err(runtime_error)
@@ -77,10 +80,11 @@ impl OnnxEmbedder {
     /// Loads the tokenizer and the model. Takes ~0.1–0.3 s.
     pub fn load(assets: Assets, options: EmbedOptions) -> Result<OnnxEmbedder, EmbedError> {
         let environment = environment(&assets)?;
-        let mut tokenizer = Tokenizer::from_file(assets.tokenizer_path()).map_err(|e| EmbedError::Model {
-            path: assets.tokenizer_path().display().to_string(),
-            message: e.to_string(),
-        })?;
+        let mut tokenizer =
+            Tokenizer::from_file(assets.tokenizer_path()).map_err(|e| EmbedError::Model {
+                path: assets.tokenizer_path().display().to_string(),
+                message: e.to_string(),
+            })?;
         tokenizer
             .with_truncation(Some(TruncationParams {
                 max_length: options.max_tokens,
@@ -99,7 +103,9 @@ impl OnnxEmbedder {
             if !input_names.contains(&required) {
                 return Err(EmbedError::Model {
                     path: assets.model_path().display().to_string(),
-                    message: format!("not a BERT-style model: no `{required}` input (inputs: {input_names:?})"),
+                    message: format!(
+                        "not a BERT-style model: no `{required}` input (inputs: {input_names:?})"
+                    ),
                 });
             }
         }
@@ -121,7 +127,11 @@ impl OnnxEmbedder {
             .and_then(|m| m.max_tokens)
             .map_or(options.max_tokens, |m| m.min(options.max_tokens));
         Ok(OnnxEmbedder {
-            info: ModelInfo { id, dim, max_tokens },
+            info: ModelInfo {
+                id,
+                dim,
+                max_tokens,
+            },
             tokenizer,
             assets,
             options,
@@ -165,13 +175,16 @@ impl OnnxEmbedder {
         let token_type_ids = vec![0i64; rows * cols];
         let shape = [rows, cols];
         let inference = |e: ort::Error| EmbedError::Inference(e.to_string());
-        let ids_tensor = TensorRef::from_array_view((shape, input_ids.as_slice())).map_err(inference)?;
-        let mask_tensor = TensorRef::from_array_view((shape, attention_mask.as_slice())).map_err(inference)?;
+        let ids_tensor =
+            TensorRef::from_array_view((shape, input_ids.as_slice())).map_err(inference)?;
+        let mask_tensor =
+            TensorRef::from_array_view((shape, attention_mask.as_slice())).map_err(inference)?;
         let mut session = session
             .lock()
             .map_err(|_| EmbedError::Inference("a previous inference panicked".into()))?;
         let outputs = if self.needs_token_type_ids {
-            let types_tensor = TensorRef::from_array_view((shape, token_type_ids.as_slice())).map_err(inference)?;
+            let types_tensor = TensorRef::from_array_view((shape, token_type_ids.as_slice()))
+                .map_err(inference)?;
             session.run(ort::inputs![
                 "input_ids" => ids_tensor,
                 "attention_mask" => mask_tensor,
@@ -253,7 +266,10 @@ impl Embedder for OnnxEmbedder {
     }
 
     fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vector>, EmbedError> {
-        let encoded = texts.iter().map(|t| self.encode(t)).collect::<Result<Vec<_>, _>>()?;
+        let encoded = texts
+            .iter()
+            .map(|t| self.encode(t))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut order: Vec<usize> = (0..encoded.len()).collect();
         if self.options.sort_by_length {
             order.sort_by_key(|&i| encoded[i].len());

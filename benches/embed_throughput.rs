@@ -1,0 +1,139 @@
+//! Embedding throughput on real source chunks: batch size × length sorting × threads.
+//!
+//! `cargo bench --bench embed_throughput -- [PATH] [--chunks N] [--model NAME] [--quick]`
+//!
+//! Walks PATH (default: the cargo registry's sources), chunks it like the indexer does, takes N
+//! chunks spread over the tree, and embeds them with each configuration, reporting chunks/s and
+//! tokens/s. Ratios between rows matter more than absolute numbers on a shared machine.
+
+#![allow(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)]
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use raggrep::chunk::{ChunkConfig, chunk_file};
+use raggrep::embed::{Assets, EmbedOptions, Embedder, OnnxEmbedder};
+use raggrep::lang::Language;
+use raggrep::walk::{WalkOptions, read_source, walk};
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let mut path: Option<PathBuf> = None;
+    let mut n_chunks = 1500usize;
+    let mut model: Option<String> = None;
+    let mut quick = false;
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--chunks" => n_chunks = it.next().and_then(|v| v.parse().ok()).unwrap_or(n_chunks),
+            "--model" => model = it.next().cloned(),
+            "--quick" => quick = true,
+            other => path = Some(PathBuf::from(other)),
+        }
+    }
+    if quick {
+        n_chunks = n_chunks.min(100);
+    }
+    let path = path.unwrap_or_else(default_corpus);
+    let texts = sample_chunks(&path, n_chunks);
+    let assets = Assets::locate(model.as_deref(), None).expect("assets: run scripts/bootstrap.sh");
+    let counter = OnnxEmbedder::load(assets.clone(), EmbedOptions::default()).expect("model");
+    let tokens: usize = texts
+        .iter()
+        .map(|t| counter.count_tokens(t).unwrap_or(0))
+        .sum();
+    eprintln!(
+        "corpus: {} chunks, {} tokens (mean {:.0}) from {}; model {}",
+        texts.len(),
+        tokens,
+        tokens as f64 / texts.len().max(1) as f64,
+        path.display(),
+        counter.info().id
+    );
+    drop(counter);
+    let configs: Vec<(usize, bool, usize)> = if quick {
+        vec![(1, true, 0), (8, true, 0)]
+    } else {
+        vec![
+            (1, true, 0),
+            (2, true, 0),
+            (4, true, 0),
+            (8, true, 0),
+            (16, true, 0),
+            (32, true, 0),
+            (8, false, 0),
+            (32, false, 0),
+            (1, true, 1),
+            (8, true, 1),
+        ]
+    };
+    println!("| batch | length-sorted | threads | chunks/s | tokens/s |");
+    println!("|---:|:---:|---:|---:|---:|");
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    for (batch_size, sort_by_length, threads) in configs {
+        let options = EmbedOptions {
+            batch_size,
+            sort_by_length,
+            threads,
+            ..EmbedOptions::default()
+        };
+        let embedder = OnnxEmbedder::load(assets.clone(), options).expect("model");
+        // Warm up (first run allocates arenas).
+        let _ = embedder.embed_documents(&refs[..refs.len().min(16)]);
+        let start = Instant::now();
+        let vectors = embedder.embed_documents(&refs).expect("embed");
+        let secs = start.elapsed().as_secs_f64();
+        assert_eq!(vectors.len(), refs.len());
+        println!(
+            "| {batch_size} | {} | {} | {:.1} | {:.0} |",
+            if sort_by_length { "yes" } else { "no" },
+            if threads == 0 {
+                "all".to_string()
+            } else {
+                threads.to_string()
+            },
+            refs.len() as f64 / secs,
+            tokens as f64 / secs
+        );
+    }
+}
+
+fn default_corpus() -> PathBuf {
+    let home = std::env::var("CARGO_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cargo")
+        });
+    home.join("registry").join("src")
+}
+
+/// Chunks every file under `path` and takes `n` chunks spread evenly over them.
+fn sample_chunks(path: &std::path::Path, n: usize) -> Vec<String> {
+    let report = walk(&[path.to_path_buf()], &WalkOptions::default()).expect("walk");
+    let mut all = Vec::new();
+    for file in &report.files {
+        let language = Language::from_path(&file.abs_path);
+        if language == Language::Text {
+            continue;
+        }
+        let Ok(source) = read_source(&file.abs_path, 1 << 20) else {
+            continue;
+        };
+        for chunk in chunk_file(
+            &file.rel_path,
+            &source.text,
+            language,
+            &ChunkConfig::default(),
+        ) {
+            all.push(chunk.text(&source.text).to_string());
+        }
+        if all.len() > n * 20 {
+            break;
+        }
+    }
+    let step = (all.len() / n.max(1)).max(1);
+    all.into_iter().step_by(step).take(n).collect()
+}

@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Write tests/data/reference_vectors.json: embeddings of a few fixed inputs
+computed with Python onnxruntime + tokenizers, for the Rust tests to compare
+against.
+
+Run with the tools venv made by scripts/bootstrap.sh:
+
+    ~/.cache/raggrep/tools/venv/bin/python scripts/make_reference_vectors.py
+
+Recipe (what the Rust side must reproduce): tokenizer.json of the model dir,
+truncation at max_tokens (256, [CLS]/[SEP] included), no padding, one input
+per run (batch 1); token_type_ids all zeros; mean of last_hidden_state over
+the attention mask; L2-normalised.  "cases" use the DEFAULT model
+(all-minilm-l6-v2-int8, dynamic int8), "fp32_cases" the fp32 model.
+Vectors are rounded to 6 decimals.  The int8 model's integer kernels differ
+between CPUs (e.g. AVX512-VNNI vs AVX2), so compare with a tolerance
+(cosine > 0.999), not bit for bit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+from tokenizers import Tokenizer
+
+REPO = Path(__file__).resolve().parent.parent
+
+RUST_FN = '''/// Returns the byte offsets of every line start in `text`.
+pub fn line_starts(text: &str) -> Vec<usize> {
+    let mut starts = vec![0];
+    for (i, b) in text.bytes().enumerate() {
+        if b == b'\\n' {
+            starts.push(i + 1);
+        }
+    }
+    starts
+}'''
+
+PY_FN = '''def chunk_lines(lines, max_lines=40, overlap=5):
+    """Split a list of lines into overlapping windows."""
+    out = []
+    start = 0
+    while start < len(lines):
+        end = min(start + max_lines, len(lines))
+        out.append("\\n".join(lines[start:end]))
+        if end == len(lines):
+            break
+        start = end - overlap
+    return out'''
+
+
+def long_input() -> str:
+    # Well over 256 tokens, so truncation is exercised.
+    parts = []
+    for i in range(40):
+        parts.append(f"fn handler_{i}(req: &Request) -> Response {{ route(req, \"/api/v{i % 3}/items\") }}")
+    return "\n".join(parts)
+
+
+INPUTS = [
+    "how to read a file line by line",
+    "parse command line arguments",
+    RUST_FN,
+    PY_FN,
+    long_input(),
+    "Größe einer Datei berechnen — 计算文件大小 — naïve café ✓ émojis 🚀",
+]
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def embed_cases(model_dir: Path, max_tokens: int) -> tuple[dict, list]:
+    meta = json.loads((model_dir / "raggrep-model.json").read_text())
+    model = model_dir / "model.onnx"
+    sha = sha256_file(model)
+    if sha != meta["sha256"]:
+        sys.exit(f"{model}: sha256 {sha} does not match raggrep-model.json ({meta['sha256']}); "
+                 f"rerun scripts/bootstrap.sh")
+    tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    tok.enable_truncation(max_tokens)
+    tok.no_padding()
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 2
+    so.inter_op_num_threads = 1
+    so.log_severity_level = 3
+    sess = ort.InferenceSession(str(model), so, providers=["CPUExecutionProvider"])
+    cases = []
+    for text in INPUTS:
+        enc = tok.encode(text)
+        ids = np.array([enc.ids], dtype=np.int64)
+        mask = np.array([enc.attention_mask], dtype=np.int64)
+        hidden = sess.run(["last_hidden_state"], {
+            "input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
+        m = mask[..., None].astype(np.float64)
+        v = (hidden.astype(np.float64) * m).sum(1)[0] / m.sum()
+        v = v / np.linalg.norm(v)
+        assert v.shape == (meta["dim"],)
+        cases.append({
+            "text": text,
+            "n_tokens": len(enc.ids),
+            "input_ids": enc.ids,
+            "vector": [round(float(x), 6) for x in v],
+        })
+    return meta | {"sha256": sha}, cases
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--home", default=os.environ.get("RAGGREP_HOME", str(Path.home() / ".cache/raggrep")))
+    ap.add_argument("--out", default=str(REPO / "tests/data/reference_vectors.json"))
+    args = ap.parse_args()
+    home = Path(args.home)
+    max_tokens = 256
+    meta, cases = embed_cases(home / "models/all-minilm-l6-v2-int8", max_tokens)
+    fp32_meta, fp32_cases = embed_cases(home / "models/all-minilm-l6-v2-fp32", max_tokens)
+    doc = {
+        "model_id": meta["id"],
+        "model_sha256": meta["sha256"],
+        "max_tokens": max_tokens,
+        "recipe": "tokenizer.json, truncate at max_tokens, no padding, batch 1, token_type_ids=0, "
+                  "mean over attention mask, L2-normalise; onnxruntime " + ort.__version__,
+        "cases": cases,
+        "fp32_model_id": fp32_meta["id"],
+        "fp32_model_sha256": fp32_meta["sha256"],
+        "fp32_cases": fp32_cases,
+    }
+    for a, b in zip(cases, fp32_cases):
+        cos = float(np.dot(a["vector"], b["vector"]))
+        print(f"{a['n_tokens']:4d} tokens  cos(int8, fp32) {cos:.5f}  {a['text'][:50]!r}", file=sys.stderr)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(doc, f, ensure_ascii=False, indent=1)
+        f.write("\n")
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, out)
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+//! Human-readable output: ripgrep-like hits, colour only on a terminal.
+
+use std::io::{self, IsTerminal, Write};
+
+use crate::index::IndexStats;
+use crate::search::SearchResults;
+
+struct Style {
+    on: bool,
+}
+
+impl Style {
+    fn paint(&self, code: &str, text: &str) -> String {
+        if self.on {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+}
+
+pub fn print_hits(out: &mut impl Write, results: &SearchResults) -> io::Result<()> {
+    let style = Style {
+        on: io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+    };
+    if results.partial {
+        writeln!(
+            out,
+            "{}",
+            style.paint("33", "(index is still being embedded: results are partial)")
+        )?;
+    }
+    for hit in &results.results {
+        writeln!(
+            out,
+            "{}:{}  {}  {}",
+            style.paint("35", &hit.path),
+            style.paint("32", &format!("{}-{}", hit.start_line, hit.end_line)),
+            style.paint("2", &format!("{:.3}", hit.score)),
+            style.paint("1", hit.symbol.as_deref().unwrap_or(hit.kind.name())),
+        )?;
+        for line in hit.snippet.lines().take(4) {
+            writeln!(out, "    {line}")?;
+        }
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+pub fn print_status(out: &mut impl Write, s: &IndexStats) -> io::Result<()> {
+    let mb = |b: u64| format!("{:.1} MB", b as f64 / 1_000_000.0);
+    writeln!(out, "root:          {}", s.root)?;
+    writeln!(out, "index:         {}", s.index_dir)?;
+    writeln!(out, "files:         {} ({} skipped)", s.files, s.skipped)?;
+    writeln!(
+        out,
+        "chunks:        {} ({} embedded, {} pending)",
+        s.chunks, s.embedded, s.pending
+    )?;
+    writeln!(out, "model:         {} ({}-d)", s.model, s.dim)?;
+    writeln!(
+        out,
+        "vectors:       {} ({} dead, {} in the HNSW graph)",
+        s.vectors, s.dead_vectors, s.ann_slots
+    )?;
+    writeln!(out, "on disk:       {}", mb(s.bytes_on_disk))?;
+    writeln!(out, "memory (est.): {}", mb(s.memory_estimate_bytes))?;
+    let ago = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+        .saturating_sub(s.updated_unix_ms);
+    writeln!(
+        out,
+        "last update:   {} ago (generation {})",
+        super::progress::human_duration(ago as f64 / 1000.0),
+        s.generation
+    )?;
+    Ok(())
+}

@@ -1,0 +1,100 @@
+//! Indexing progress on stderr: a live bar on a terminal, plain lines otherwise.
+
+use std::io::{self, IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+use crate::index::Progress;
+
+pub struct Display {
+    tty: bool,
+    started: Instant,
+    embed_started: Option<Instant>,
+    last_line: Instant,
+    drawn: bool,
+}
+
+impl Display {
+    pub fn new() -> Display {
+        Display {
+            tty: io::stderr().is_terminal(),
+            started: Instant::now(),
+            embed_started: None,
+            last_line: Instant::now() - Duration::from_secs(60),
+            drawn: false,
+        }
+    }
+
+    pub fn event(&mut self, event: Progress) {
+        match event {
+            Progress::Waiting => self.line("waiting for another raggrep process to finish updating this index…"),
+            Progress::Rebuilding { reason } => self.line(&reason),
+            Progress::Chunked { files, changed_files, chunks, to_embed } => self.line(&format!(
+                "chunked {files} files ({changed_files} changed) into {chunks} chunks in {:.1}s; lexical search ready; {to_embed} chunks to embed",
+                self.started.elapsed().as_secs_f64()
+            )),
+            Progress::Embedding { done, total } => self.embedding(done, total),
+            Progress::BuildingAnn { vectors } => self.line(&format!("building the HNSW graph over {vectors} vectors…")),
+        }
+    }
+
+    fn embedding(&mut self, done: usize, total: usize) {
+        let started = *self.embed_started.get_or_insert_with(Instant::now);
+        let elapsed = started.elapsed().as_secs_f64();
+        let rate = if elapsed > 0.0 {
+            done as f64 / elapsed
+        } else {
+            0.0
+        };
+        let eta = if rate > 0.0 {
+            (total - done) as f64 / rate
+        } else {
+            0.0
+        };
+        let text = format!(
+            "embedding {done}/{total} chunks  {rate:.1}/s  ~{} left",
+            human_duration(eta)
+        );
+        if self.tty {
+            let width = 30;
+            let filled = if total == 0 {
+                width
+            } else {
+                done * width / total
+            };
+            let bar = format!("[{}{}]", "=".repeat(filled), " ".repeat(width - filled));
+            let _ = write!(io::stderr(), "\r\x1b[2K{bar} {text}");
+            let _ = io::stderr().flush();
+            self.drawn = true;
+        } else if self.last_line.elapsed() >= Duration::from_secs(2) || done == total {
+            self.line(&text);
+        }
+    }
+
+    fn line(&mut self, text: &str) {
+        let mut err = io::stderr().lock();
+        if self.drawn {
+            let _ = write!(err, "\r\x1b[2K");
+            self.drawn = false;
+        }
+        let _ = writeln!(err, "{text}");
+        self.last_line = Instant::now();
+    }
+
+    pub fn finish(&mut self) {
+        if self.drawn {
+            let _ = writeln!(io::stderr());
+            self.drawn = false;
+        }
+    }
+}
+
+pub fn human_duration(seconds: f64) -> String {
+    let s = seconds.round() as u64;
+    if s >= 3600 {
+        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
+    } else if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}

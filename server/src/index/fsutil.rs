@@ -1,0 +1,64 @@
+//! Durable file operations: atomic publish (temp file → fsync → rename → fsync dir) and the
+//! writer lock.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// Writes `bytes` to `path` atomically: readers see the old file or the new one, never a mix,
+/// and after return the new one survives a crash.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let tmp = temp_path(path);
+    let result = (|| {
+        let mut file = File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        fs::rename(&tmp, path)?;
+        sync_dir(dir)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// `name` → `.name.tmp-<pid>` in the same directory (same filesystem, so rename is atomic).
+pub fn temp_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
+    path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
+}
+
+/// Makes a rename or a new file in `dir` durable.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// An exclusive lock on the index directory, held by the one process that writes it. Readers
+/// never take it: they read immutable snapshots.
+#[derive(Debug)]
+pub struct WriterLock {
+    _file: File,
+}
+
+impl WriterLock {
+    /// Takes the lock, waiting for another writer to finish; `on_wait` runs once if we wait.
+    pub fn acquire(dir: &Path, on_wait: impl FnOnce()) -> io::Result<WriterLock> {
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join("LOCK"))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                on_wait();
+                file.lock()?;
+            }
+            Err(fs::TryLockError::Error(err)) => return Err(err),
+        }
+        Ok(WriterLock { _file: file })
+    }
+}

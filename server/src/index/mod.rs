@@ -1,0 +1,556 @@
+//! The persistent index in `ROOT/.raggrep/`: a manifest (rkyv, memory-mapped), a vector file
+//! (contiguous little-endian f32, memory-mapped), an HNSW graph, and a lexical (BM25) index.
+//!
+//! ```text
+//! .raggrep/
+//!   .gitignore             `*`: the index is never committed by accident
+//!   CURRENT                name of the live manifest; replaced atomically to publish
+//!   manifest-<gen>.rkyv    files, chunks, model, slots (immutable once written)
+//!   vectors-<n>.f32        slots × dim f32, append-only until compaction
+//!   ann-<gen>.hnsw.*       HNSW graph over the slots that existed when it was built
+//!   lexical/               tantivy index (one document per chunk)
+//!   LOCK                   held by the one writer
+//! ```
+//!
+//! Readers open a [`Snapshot`]: whatever `CURRENT` named when they looked. Writers
+//! ([`update`]) never modify a published file; they write new ones, fsync, then replace
+//! `CURRENT`. A crash at any point leaves the old or the new generation readable.
+
+mod ann;
+mod fsutil;
+mod lexical;
+mod manifest;
+mod update;
+mod vectors;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use crate::chunk::ChunkKind;
+use crate::embed::{EmbedError, Vector};
+use crate::lang::Language;
+
+pub use ann::Ann;
+pub use fsutil::write_atomic;
+pub use lexical::{LexicalHit, code_tokens, query_terms};
+pub use manifest::FORMAT_VERSION;
+pub use update::{IndexOptions, Progress, UpdateStats, update};
+
+use lexical::LexicalIndex;
+use manifest::{MappedManifest, NO_SLOT, join_hash};
+use vectors::VectorFile;
+
+/// Name of the index directory inside a workspace root.
+pub const INDEX_DIR_NAME: &str = ".raggrep";
+const CURRENT: &str = "CURRENT";
+const LEXICAL_DIR: &str = "lexical";
+/// Below this many vectors an exact scan is as fast as the graph, so none is built.
+pub const ANN_MIN_SLOTS: usize = 8192;
+
+/// Errors of the index.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("index is damaged: {0}")]
+    Corrupt(String),
+    #[error("no index at {0} yet; run `raggrep index`")]
+    Missing(PathBuf),
+    #[error("lexical index: {0}")]
+    Lexical(String),
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+    #[error(transparent)]
+    Walk(#[from] crate::walk::WalkError),
+    #[error(
+        "the index was built with model {index} ({index_dim}-d) but the embedder is {embedder} ({embedder_dim}-d); run `raggrep index` to rebuild"
+    )]
+    ModelMismatch {
+        index: String,
+        index_dim: usize,
+        embedder: String,
+        embedder_dim: usize,
+    },
+}
+
+impl IndexError {
+    pub(crate) fn io(path: &Path, source: std::io::Error) -> IndexError {
+        IndexError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// Where a workspace root keeps its index.
+#[derive(Debug, Clone)]
+pub struct IndexLocation {
+    /// The workspace root (paths in the index are relative to it).
+    pub root: PathBuf,
+    /// The index directory (default `ROOT/.raggrep`).
+    pub dir: PathBuf,
+}
+
+impl IndexLocation {
+    /// `root/.raggrep`, or `dir` when the tree is read-only or the index should live elsewhere.
+    pub fn new(root: &Path, dir: Option<&Path>) -> Result<IndexLocation, IndexError> {
+        let root = std::fs::canonicalize(root).map_err(|e| IndexError::io(root, e))?;
+        let dir = match dir {
+            Some(dir) => dir.to_path_buf(),
+            None => root.join(INDEX_DIR_NAME),
+        };
+        Ok(IndexLocation { root, dir })
+    }
+
+    pub fn exists(&self) -> bool {
+        self.dir.join(CURRENT).is_file()
+    }
+}
+
+/// A chunk of a snapshot, in engine terms.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChunkRef<'a> {
+    pub index: usize,
+    pub path: &'a str,
+    pub start_byte: usize,
+    pub end_byte: usize,
+    pub start_line: u32,
+    pub end_line: u32,
+    pub kind: ChunkKind,
+    pub language: Language,
+    pub symbol: &'a str,
+    pub container: &'a str,
+    pub hash: u128,
+    pub embedded: bool,
+}
+
+impl ChunkRef<'_> {
+    /// `container::symbol` for display, or `None` for anonymous chunks.
+    pub fn symbol_path(&self) -> Option<String> {
+        if self.symbol.is_empty() {
+            return None;
+        }
+        Some(if self.container.is_empty() {
+            self.symbol.to_string()
+        } else {
+            format!(
+                "{}{}{}",
+                self.container,
+                crate::chunk::path_separator(self.language),
+                self.symbol
+            )
+        })
+    }
+}
+
+/// Counts for `status`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct IndexStats {
+    pub root: String,
+    pub index_dir: String,
+    pub generation: u64,
+    pub files: usize,
+    pub chunks: usize,
+    pub embedded: usize,
+    pub pending: usize,
+    pub skipped: usize,
+    pub model: String,
+    pub dim: usize,
+    pub vectors: usize,
+    pub dead_vectors: usize,
+    pub ann_slots: usize,
+    pub lexical_docs: u64,
+    pub bytes_on_disk: u64,
+    pub memory_estimate_bytes: u64,
+    pub updated_unix_ms: u64,
+}
+
+/// A read-only, consistent view of one index.
+pub struct Snapshot {
+    pub location: IndexLocation,
+    manifest: MappedManifest,
+    vectors: VectorFile,
+    ann: Option<Ann>,
+    lexical: Option<LexicalIndex>,
+    /// Chunks of each slot (CSR): `slot_members[slot_offsets[s]..slot_offsets[s + 1]]`.
+    slot_offsets: Vec<u32>,
+    slot_members: Vec<u32>,
+    pending: usize,
+}
+
+impl Snapshot {
+    /// Opens the current generation. Fails with [`IndexError::Missing`] if there is none.
+    pub fn open(location: &IndexLocation) -> Result<Snapshot, IndexError> {
+        let name = read_current(&location.dir)?
+            .ok_or_else(|| IndexError::Missing(location.root.clone()))?;
+        let manifest = MappedManifest::open(&location.dir.join(&name))?;
+        let m = manifest.get();
+        let dim = m.dim.to_native() as usize;
+        let slots = m.vector_slots.to_native() as usize;
+        let vectors = if slots == 0 {
+            VectorFile::open(Path::new(""), dim, 0)?
+        } else {
+            VectorFile::open(&location.dir.join(m.vectors_file.as_str()), dim, slots)?
+        };
+        // Chunk → slot references, inverted.
+        let mut counts = vec![0u32; slots + 1];
+        let mut pending = 0;
+        for chunk in m.chunks.iter() {
+            let slot = chunk.slot.to_native();
+            if slot == NO_SLOT {
+                pending += 1;
+            } else if (slot as usize) < slots {
+                counts[slot as usize + 1] += 1;
+            } else {
+                return Err(IndexError::Corrupt(format!(
+                    "chunk refers to vector {slot} of {slots}"
+                )));
+            }
+        }
+        for i in 1..counts.len() {
+            counts[i] += counts[i - 1];
+        }
+        let slot_offsets = counts.clone();
+        let mut fill = counts;
+        let mut slot_members = vec![0u32; slot_offsets[slots] as usize];
+        for (i, chunk) in m.chunks.iter().enumerate() {
+            let slot = chunk.slot.to_native();
+            if slot != NO_SLOT {
+                let at = &mut fill[slot as usize];
+                slot_members[*at as usize] = i as u32;
+                *at += 1;
+            }
+        }
+        let ann = match m.ann.as_ref() {
+            Some(entry) => match Ann::load(
+                &location.dir,
+                entry.basename.as_str(),
+                entry.slots.to_native() as usize,
+            ) {
+                Ok(ann) => Some(ann),
+                Err(err) => {
+                    // Exact search still answers correctly; the next update rebuilds the graph.
+                    tracing::warn!("{err}; searching exactly until the next update");
+                    None
+                }
+            },
+            None => None,
+        };
+        let lexical = match LexicalIndex::open(&location.dir.join(LEXICAL_DIR)) {
+            Ok(lexical) => Some(lexical),
+            Err(err) => {
+                tracing::warn!("{err}; lexical search unavailable until the next update");
+                None
+            }
+        };
+        Ok(Snapshot {
+            location: location.clone(),
+            manifest,
+            vectors,
+            ann,
+            lexical,
+            slot_offsets,
+            slot_members,
+            pending,
+        })
+    }
+
+    pub fn model_id(&self) -> &str {
+        self.manifest.get().model_id.as_str()
+    }
+
+    pub fn dim(&self) -> usize {
+        self.manifest.get().dim.to_native() as usize
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.manifest.get().generation.to_native()
+    }
+
+    /// True while some chunks are not embedded yet (dense search sees only the rest).
+    pub fn is_partial(&self) -> bool {
+        self.pending > 0
+    }
+
+    pub fn chunk_count(&self) -> usize {
+        self.manifest.get().chunks.len()
+    }
+
+    pub fn chunk(&self, index: usize) -> Option<ChunkRef<'_>> {
+        let m = self.manifest.get();
+        let c = m.chunks.get(index)?;
+        let file = m.files.get(c.file.to_native() as usize)?;
+        Some(ChunkRef {
+            index,
+            path: file.path.as_str(),
+            start_byte: c.start_byte.to_native() as usize,
+            end_byte: c.end_byte.to_native() as usize,
+            start_line: c.start_line.to_native(),
+            end_line: c.end_line.to_native(),
+            kind: ChunkKind::from_u8(c.kind),
+            language: Language::from_u8(file.language),
+            symbol: c.symbol.as_str(),
+            container: c.container.as_str(),
+            hash: join_hash([c.hash[0].to_native(), c.hash[1].to_native()]),
+            embedded: c.slot.to_native() != NO_SLOT,
+        })
+    }
+
+    /// Chunks of a file, by path relative to the root.
+    pub fn chunks_of(&self, path: &str) -> Vec<ChunkRef<'_>> {
+        let m = self.manifest.get();
+        let Ok(file_index) = m.files.binary_search_by(|f| f.path.as_str().cmp(path)) else {
+            return Vec::new();
+        };
+        let file = &m.files[file_index];
+        let first = file.first_chunk.to_native() as usize;
+        (first..first + file.chunk_count.to_native() as usize)
+            .filter_map(|i| self.chunk(i))
+            .collect()
+    }
+
+    /// The stored vector of a chunk, if embedded.
+    pub fn chunk_vector(&self, index: usize) -> Option<Vector> {
+        let slot = self.manifest.get().chunks.get(index)?.slot.to_native();
+        self.vectors
+            .get(slot as usize)
+            .map(|v| Vector::normalized(v.to_vec()))
+    }
+
+    /// Best chunks by cosine similarity to `query`, among chunks accepted by `accept`.
+    /// Uses the HNSW graph when there is one and no filter, an exact scan otherwise (or when
+    /// `exact`). Returns (chunk index, similarity), best first.
+    pub fn dense_search(
+        &self,
+        query: &Vector,
+        limit: usize,
+        accept: Option<&dyn Fn(&ChunkRef<'_>) -> bool>,
+        exact: bool,
+    ) -> Vec<(usize, f32)> {
+        if query.dim() != self.dim() || limit == 0 {
+            return Vec::new();
+        }
+        let members = |slot: usize| -> &[u32] {
+            &self.slot_members
+                [self.slot_offsets[slot] as usize..self.slot_offsets[slot + 1] as usize]
+        };
+        let slot_ok = |slot: usize| -> bool {
+            let chunks = members(slot);
+            match accept {
+                None => !chunks.is_empty(),
+                Some(accept) => chunks
+                    .iter()
+                    .any(|&c| self.chunk(c as usize).is_some_and(|c| accept(&c))),
+            }
+        };
+        // Duplicate chunks share a slot, so ask for a few more slots than chunks wanted.
+        let mut scored: Vec<(usize, f32)> = match (&self.ann, exact || accept.is_some()) {
+            (Some(ann), false) => {
+                let mut found =
+                    ann.search(query.as_slice(), limit, ann::EF_SEARCH, &|s| slot_ok(s));
+                // Slots added since the graph was built are scanned exactly.
+                found.extend(self.scan(query, ann.slots()..self.vectors.len(), limit, &slot_ok));
+                found
+            }
+            _ => self.scan(query, 0..self.vectors.len(), limit, &slot_ok),
+        };
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let mut out = Vec::with_capacity(limit);
+        for (slot, score) in scored {
+            for &chunk in members(slot) {
+                let accepted = match accept {
+                    None => true,
+                    Some(accept) => self.chunk(chunk as usize).is_some_and(|c| accept(&c)),
+                };
+                if accepted {
+                    out.push((chunk as usize, score));
+                }
+            }
+            if out.len() >= limit {
+                break;
+            }
+        }
+        out.truncate(limit);
+        out
+    }
+
+    /// Exact top-`limit` over a range of slots.
+    fn scan(
+        &self,
+        query: &Vector,
+        slots: std::ops::Range<usize>,
+        limit: usize,
+        slot_ok: &dyn Fn(usize) -> bool,
+    ) -> Vec<(usize, f32)> {
+        let dim = self.dim();
+        let all = self.vectors.as_slice();
+        let q = query.as_slice();
+        let mut best: Vec<(usize, f32)> = Vec::with_capacity(limit + 1);
+        let mut floor = f32::NEG_INFINITY;
+        for slot in slots {
+            let score = crate::embed::dot(q, &all[slot * dim..(slot + 1) * dim]);
+            if best.len() >= limit && score <= floor {
+                continue;
+            }
+            if !slot_ok(slot) {
+                continue;
+            }
+            let at = best.partition_point(|&(_, s)| s >= score);
+            best.insert(at, (slot, score));
+            if best.len() > limit {
+                best.pop();
+            }
+            if best.len() >= limit {
+                floor = best[best.len() - 1].1;
+            }
+        }
+        best
+    }
+
+    /// BM25 hits mapped to chunk indices. Empty when the lexical index is unavailable.
+    pub fn lexical_search(
+        &self,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<(usize, f32)>, IndexError> {
+        let Some(lexical) = &self.lexical else {
+            return Ok(Vec::new());
+        };
+        let hits = lexical.search(query, limit)?;
+        let mut by_path: HashMap<&str, Vec<ChunkRef<'_>>> = HashMap::new();
+        let mut out = Vec::with_capacity(hits.len());
+        for hit in &hits {
+            let chunks = by_path
+                .entry(hit.path.as_str())
+                .or_insert_with(|| self.chunks_of(&hit.path));
+            // A hit whose chunk is not in this manifest comes from a newer, unpublished commit:
+            // skip it, the next snapshot will have it.
+            if let Some(chunk) = chunks.iter().find(|c| c.hash == hit.hash) {
+                out.push((chunk.index, hit.score));
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn has_lexical(&self) -> bool {
+        self.lexical.is_some()
+    }
+
+    pub fn stats(&self) -> IndexStats {
+        let m = self.manifest.get();
+        let vectors = self.vectors.len();
+        let live = (0..vectors)
+            .filter(|&s| self.slot_offsets[s] != self.slot_offsets[s + 1])
+            .count();
+        let lexical_bytes = dir_size(&self.location.dir.join(LEXICAL_DIR));
+        let ann_bytes: u64 = m
+            .ann
+            .as_ref()
+            .map(|a| {
+                ["hnsw.graph", "hnsw.data"]
+                    .iter()
+                    .map(|ext| {
+                        file_size(
+                            &self
+                                .location
+                                .dir
+                                .join(format!("{}.{ext}", a.basename.as_str())),
+                        )
+                    })
+                    .sum()
+            })
+            .unwrap_or(0);
+        let bytes_on_disk =
+            self.manifest.size_on_disk() + self.vectors.size_on_disk() + lexical_bytes + ann_bytes;
+        let ann_slots = self.ann.as_ref().map_or(0, |a| a.slots());
+        // Resident when searching: mapped vectors and manifest, the graph (links + its own copy
+        // of the vectors), the slot table, and tantivy's mapped segments.
+        let memory_estimate_bytes = self.manifest.size_on_disk()
+            + self.vectors.size_on_disk()
+            + (ann_slots * (self.dim() * 4 + 2 * 24 * 8)) as u64
+            + (self.slot_members.len() * 4 + self.slot_offsets.len() * 4) as u64
+            + lexical_bytes;
+        IndexStats {
+            root: self.location.root.display().to_string(),
+            index_dir: self.location.dir.display().to_string(),
+            generation: m.generation.to_native(),
+            files: m.files.len(),
+            chunks: m.chunks.len(),
+            embedded: m.chunks.len() - self.pending,
+            pending: self.pending,
+            skipped: m.skipped.len(),
+            model: m.model_id.as_str().to_string(),
+            dim: self.dim(),
+            vectors,
+            dead_vectors: vectors - live,
+            ann_slots,
+            lexical_docs: self.lexical.as_ref().map_or(0, |l| l.num_docs()),
+            bytes_on_disk,
+            memory_estimate_bytes,
+            updated_unix_ms: m.updated_unix_ms.to_native(),
+        }
+    }
+
+    /// Files left out of the index, and why.
+    pub fn skipped(&self) -> Vec<(String, String)> {
+        self.manifest
+            .get()
+            .skipped
+            .iter()
+            .map(|s| (s.path.as_str().to_string(), s.reason.as_str().to_string()))
+            .collect()
+    }
+
+    /// Indexed files: (path, language, chunk count).
+    pub fn files(&self) -> Vec<(String, Language, usize)> {
+        self.manifest
+            .get()
+            .files
+            .iter()
+            .map(|f| {
+                (
+                    f.path.as_str().to_string(),
+                    Language::from_u8(f.language),
+                    f.chunk_count.to_native() as usize,
+                )
+            })
+            .collect()
+    }
+}
+
+fn read_current(dir: &Path) -> Result<Option<String>, IndexError> {
+    let path = dir.join(CURRENT);
+    match std::fs::read_to_string(&path) {
+        Ok(name) => {
+            let name = name.trim().to_string();
+            if name.is_empty() || name.contains('/') || name.contains("..") {
+                return Err(IndexError::Corrupt(format!(
+                    "{}: bad content",
+                    path.display()
+                )));
+            }
+            Ok(Some(name))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(IndexError::io(&path, e)),
+    }
+}
+
+fn file_size(path: &Path) -> u64 {
+    std::fs::metadata(path).map_or(0, |m| m.len())
+}
+
+fn dir_size(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.metadata().map_or(0, |m| m.len()))
+                .sum()
+        })
+        .unwrap_or(0)
+}

@@ -1,0 +1,664 @@
+//! Bringing an index up to date with the files on disk.
+//!
+//! Incremental by construction: a file whose (mtime, size) or, failing that, content hash is
+//! unchanged keeps its chunks and vectors; changed files are re-chunked, and each chunk's
+//! embedding is looked up by the hash of the text the model would see before any inference
+//! runs, so renames, reverted edits and branch switches re-embed nothing. Vectors of chunks that
+//! disappear stay in the vector file as dead slots (still serving as cache) until they pass a
+//! threshold and the file is compacted.
+//!
+//! The update publishes twice or more: once right after chunking (lexical search and all
+//! previously embedded chunks answer at once; the snapshot says it is partial), then while and
+//! after embedding.
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use super::fsutil::{WriterLock, sync_dir, write_atomic};
+use super::lexical::{LexicalDoc, LexicalIndex};
+use super::manifest::{
+    self, AnnEntry, ChunkEntry, FileEntry, Manifest, MappedManifest, NO_SLOT, SkippedEntry,
+    join_hash, split_hash,
+};
+use super::vectors::{VectorAppender, VectorFile};
+use super::{ANN_MIN_SLOTS, Ann, CURRENT, IndexError, IndexLocation, LEXICAL_DIR, read_current};
+use crate::chunk::{Chunk, ChunkConfig, ChunkKind, ContentHash, chunk_file, embedding_text};
+use crate::embed::{Embedder, ModelInfo};
+use crate::lang::Language;
+use crate::walk::{self, WalkOptions};
+
+/// How to index.
+#[derive(Debug, Clone)]
+pub struct IndexOptions {
+    pub walk: WalkOptions,
+    pub chunk: ChunkConfig,
+    /// Distinct texts embedded between two vector appends and progress reports.
+    pub embed_batch: usize,
+    /// While embedding, publish at least this often so readers see progress.
+    pub commit_interval: Duration,
+}
+
+impl Default for IndexOptions {
+    fn default() -> Self {
+        IndexOptions {
+            walk: WalkOptions::default(),
+            chunk: ChunkConfig::default(),
+            embed_batch: 32,
+            commit_interval: Duration::from_secs(10),
+        }
+    }
+}
+
+/// What an update is doing, for progress displays.
+#[derive(Debug, Clone)]
+pub enum Progress {
+    /// Another process holds the writer lock; waiting for it.
+    Waiting,
+    /// The existing index cannot be used; starting over (the reason is one line).
+    Rebuilding {
+        reason: String,
+    },
+    /// Files read and chunked; lexical search is now live.
+    Chunked {
+        files: usize,
+        changed_files: usize,
+        chunks: usize,
+        to_embed: usize,
+    },
+    Embedding {
+        done: usize,
+        total: usize,
+    },
+    BuildingAnn {
+        vectors: usize,
+    },
+}
+
+/// What an update did.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct UpdateStats {
+    pub files: usize,
+    pub changed_files: usize,
+    pub removed_files: usize,
+    pub skipped_files: usize,
+    pub chunks: usize,
+    /// Chunks whose embedding was computed by this update.
+    pub embedded: usize,
+    /// Changed chunks whose embedding came from the cache.
+    pub reused: usize,
+    pub seconds: f64,
+    /// Seconds until lexical search answered with the new content.
+    pub seconds_to_lexical: f64,
+    /// Set when the old index could not be used.
+    pub rebuilt: Option<String>,
+}
+
+/// Updates the index at `location` from the files under its root.
+pub fn update(
+    location: &IndexLocation,
+    embedder: &dyn Embedder,
+    options: &IndexOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<UpdateStats, IndexError> {
+    let start = Instant::now();
+    fs::create_dir_all(&location.dir).map_err(|e| IndexError::io(&location.dir, e))?;
+    let ignore_file = location.dir.join(".gitignore");
+    if !ignore_file.exists() {
+        write_atomic(&ignore_file, b"# raggrep's index: never commit it.\n*\n")
+            .map_err(|e| IndexError::io(&ignore_file, e))?;
+    }
+    let _lock = WriterLock::acquire(&location.dir, || progress(Progress::Waiting))
+        .map_err(|e| IndexError::io(&location.dir.join("LOCK"), e))?;
+    let info = embedder.info().clone();
+    let (previous, rebuilt) = load_previous(location, &info);
+    if let Some(reason) = &rebuilt {
+        progress(Progress::Rebuilding {
+            reason: reason.clone(),
+        });
+    }
+    let previous_names = previous.as_ref().map(|(_, name)| name.clone());
+    let mut stats = UpdateStats {
+        rebuilt,
+        ..UpdateStats::default()
+    };
+
+    let lexical_dir = location.dir.join(LEXICAL_DIR);
+    let lexical = match LexicalIndex::open_or_create(&lexical_dir) {
+        Ok(lexical) => lexical,
+        Err(err) => {
+            tracing::warn!("{err}; rebuilding the lexical index");
+            let _ = fs::remove_dir_all(&lexical_dir);
+            LexicalIndex::open_or_create(&lexical_dir)?
+        }
+    };
+    let (prev, fresh) = match previous {
+        Some((manifest, _)) => (manifest, false),
+        None => (
+            Manifest {
+                model_id: info.id.clone(),
+                dim: info.dim as u32,
+                vectors_file: "vectors-00000000.f32".into(),
+                ..Manifest::default()
+            },
+            true,
+        ),
+    };
+    if fresh {
+        // A stale vector file from a discarded index must not be appended to.
+        let _ = fs::remove_file(location.dir.join(&prev.vectors_file));
+    }
+    // The lexical index is in step with the manifest unless a crash fell between their commits.
+    let lexical_rebuild = fresh || lexical.committed_generation() != Some(prev.lexical_generation);
+    let mut lex = lexical.writer()?;
+    if lexical_rebuild {
+        lex.delete_all()?;
+    }
+
+    let report = walk::walk(std::slice::from_ref(&location.root), &options.walk)?;
+    let mut key_to_slot: HashMap<u128, u32> = HashMap::with_capacity(prev.slot_keys.len());
+    for (slot, key) in prev.slot_keys.iter().enumerate() {
+        key_to_slot.insert(join_hash(*key), slot as u32);
+    }
+
+    let mut files: Vec<FileEntry> = Vec::with_capacity(report.files.len());
+    let mut chunks: Vec<ChunkEntry> = Vec::new();
+    let mut skipped: Vec<SkippedEntry> = report
+        .skipped
+        .iter()
+        .map(|s| SkippedEntry {
+            path: walk::relative_path(&s.path, &location.root)
+                .unwrap_or_else(|| s.path.display().to_string()),
+            reason: s.reason.to_string(),
+        })
+        .collect();
+    // Texts to embed, by embedding key, with the chunks waiting for each.
+    let mut pending: Vec<(u128, String)> = Vec::new();
+    let mut waiting: HashMap<u128, Vec<usize>> = HashMap::new();
+
+    for walked in &report.files {
+        let prev_file = prev
+            .files
+            .binary_search_by(|f| f.path.as_str().cmp(&walked.rel_path))
+            .ok()
+            .map(|i| &prev.files[i]);
+        let mtime_ns = walked
+            .mtime
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos() as u64);
+        let stat_unchanged = prev_file
+            .is_some_and(|f| f.mtime_ns == mtime_ns && f.size == walked.size && mtime_ns != 0);
+        let file_index = files.len() as u32;
+        if stat_unchanged && !lexical_rebuild {
+            let prev_file = prev_file.expect("checked above");
+            reuse_file(
+                &prev,
+                prev_file,
+                file_index,
+                &mut files,
+                &mut chunks,
+                mtime_ns,
+                walked.size,
+            );
+            queue_unembedded(
+                location,
+                &mut files,
+                &mut chunks,
+                &mut pending,
+                &mut waiting,
+            );
+            continue;
+        }
+        let source = match walk::read_source(&walked.abs_path, options.walk.max_file_size) {
+            Ok(source) => source,
+            Err(reason) => {
+                tracing::info!(path = %walked.rel_path, %reason, "skipped");
+                skipped.push(SkippedEntry {
+                    path: walked.rel_path.clone(),
+                    reason: reason.to_string(),
+                });
+                if prev_file.is_some() {
+                    lex.delete_file(&walked.rel_path);
+                }
+                continue;
+            }
+        };
+        if source.lossy {
+            tracing::info!(path = %walked.rel_path, "not valid UTF-8; decoded lossily");
+        }
+        let hash = crate::content_hash(source.text.as_bytes());
+        if let Some(prev_file) = prev_file.filter(|f| join_hash(f.hash) == hash && !lexical_rebuild)
+        {
+            reuse_file(
+                &prev,
+                prev_file,
+                file_index,
+                &mut files,
+                &mut chunks,
+                mtime_ns,
+                walked.size,
+            );
+            queue_unembedded(
+                location,
+                &mut files,
+                &mut chunks,
+                &mut pending,
+                &mut waiting,
+            );
+            continue;
+        }
+        stats.changed_files += 1;
+        let language = Language::from_path(&walked.abs_path);
+        let file_chunks = chunk_file(&walked.rel_path, &source.text, language, &options.chunk);
+        if prev_file.is_some() && !lexical_rebuild {
+            lex.delete_file(&walked.rel_path);
+        }
+        let first_chunk = chunks.len() as u32;
+        for chunk in &file_chunks {
+            let symbol_path = chunk.symbol_path().unwrap_or_default();
+            lex.add(&LexicalDoc {
+                path: &walked.rel_path,
+                symbol: &symbol_path,
+                body: chunk.text(&source.text),
+                hash: chunk.hash.0,
+            })?;
+            let text = embedding_text(chunk, &source.text);
+            let key = crate::content_hash(text.as_bytes());
+            let slot = match key_to_slot.get(&key) {
+                Some(&slot) => {
+                    stats.reused += 1;
+                    slot
+                }
+                None => {
+                    let waiters = waiting.entry(key).or_default();
+                    if waiters.is_empty() {
+                        pending.push((key, text));
+                    }
+                    waiters.push(chunks.len());
+                    NO_SLOT
+                }
+            };
+            chunks.push(chunk_entry(chunk, file_index, slot));
+        }
+        files.push(FileEntry {
+            path: walked.rel_path.clone(),
+            mtime_ns,
+            size: walked.size,
+            hash: split_hash(hash),
+            language: language.to_u8(),
+            lossy: source.lossy,
+            first_chunk,
+            chunk_count: file_chunks.len() as u32,
+        });
+    }
+    let walked_paths: std::collections::HashSet<&str> =
+        report.files.iter().map(|f| f.rel_path.as_str()).collect();
+    for old in &prev.files {
+        if !walked_paths.contains(old.path.as_str()) {
+            stats.removed_files += 1;
+            if !lexical_rebuild {
+                lex.delete_file(&old.path);
+            }
+        }
+    }
+    stats.files = files.len();
+    stats.chunks = chunks.len();
+    stats.skipped_files = skipped.len();
+    let total_to_embed: usize = waiting.values().map(Vec::len).sum();
+    progress(Progress::Chunked {
+        files: files.len(),
+        changed_files: stats.changed_files,
+        chunks: chunks.len(),
+        to_embed: total_to_embed,
+    });
+
+    // Publish: lexical first, then the manifest that matches it.
+    let mut manifest = Manifest {
+        generation: prev.generation + 1,
+        model_id: info.id.clone(),
+        dim: info.dim as u32,
+        updated_unix_ms: now_ms(),
+        vectors_file: prev.vectors_file.clone(),
+        vector_slots: prev.vector_slots,
+        slot_keys: prev.slot_keys.clone(),
+        ann: prev.ann.clone(),
+        lexical_generation: prev.generation + 1,
+        files,
+        chunks,
+        skipped,
+    };
+    lex.commit(manifest.generation)?;
+    publish(&location.dir, &manifest)?;
+    stats.seconds_to_lexical = start.elapsed().as_secs_f64();
+
+    // Embed what the cache did not have.
+    if !pending.is_empty() {
+        let vectors_path = location.dir.join(&manifest.vectors_file);
+        let mut appender =
+            VectorAppender::open(&vectors_path, info.dim, manifest.vector_slots as usize)?;
+        let mut last_publish = Instant::now();
+        let mut done = 0;
+        progress(Progress::Embedding {
+            done,
+            total: total_to_embed,
+        });
+        for batch in pending.chunks(options.embed_batch.max(1)) {
+            let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
+            let vectors = embedder.embed_documents(&texts)?;
+            let first = appender.append(&vectors)?;
+            for (offset, (key, _)) in batch.iter().enumerate() {
+                let slot = (first + offset) as u32;
+                manifest.slot_keys.push(split_hash(*key));
+                for &chunk in waiting.get(key).map(Vec::as_slice).unwrap_or(&[]) {
+                    manifest.chunks[chunk].slot = slot;
+                    done += 1;
+                }
+            }
+            manifest.vector_slots = appender.slots() as u64;
+            stats.embedded += batch
+                .iter()
+                .map(|(k, _)| waiting.get(k).map_or(0, Vec::len))
+                .sum::<usize>();
+            progress(Progress::Embedding {
+                done,
+                total: total_to_embed,
+            });
+            if last_publish.elapsed() >= options.commit_interval {
+                appender.sync()?;
+                manifest.generation += 1;
+                manifest.updated_unix_ms = now_ms();
+                publish(&location.dir, &manifest)?;
+                last_publish = Instant::now();
+            }
+        }
+        appender.sync()?;
+    }
+
+    maintain_vectors(&location.dir, &mut manifest, progress)?;
+    manifest.generation += 1;
+    manifest.updated_unix_ms = now_ms();
+    publish(&location.dir, &manifest)?;
+    collect_garbage(&location.dir, &manifest, previous_names.as_deref());
+    stats.seconds = start.elapsed().as_secs_f64();
+    Ok(stats)
+}
+
+/// Copies a file's entries from the previous manifest.
+fn reuse_file(
+    prev: &Manifest,
+    prev_file: &FileEntry,
+    file_index: u32,
+    files: &mut Vec<FileEntry>,
+    chunks: &mut Vec<ChunkEntry>,
+    mtime_ns: u64,
+    size: u64,
+) {
+    let first = prev_file.first_chunk as usize;
+    let count = prev_file.chunk_count as usize;
+    let first_chunk = chunks.len() as u32;
+    for old in prev.chunks.get(first..first + count).unwrap_or(&[]) {
+        let mut entry = old.clone();
+        entry.file = file_index;
+        chunks.push(entry);
+    }
+    files.push(FileEntry {
+        mtime_ns,
+        size,
+        first_chunk,
+        ..prev_file.clone()
+    });
+}
+
+/// Queues the not-yet-embedded chunks of the file just reused (an earlier update was
+/// interrupted while embedding).
+fn queue_unembedded(
+    location: &IndexLocation,
+    files: &mut [FileEntry],
+    chunks: &mut [ChunkEntry],
+    pending: &mut Vec<(u128, String)>,
+    waiting: &mut HashMap<u128, Vec<usize>>,
+) {
+    let Some(file) = files.last() else { return };
+    let range = file.first_chunk as usize..(file.first_chunk + file.chunk_count) as usize;
+    if chunks[range.clone()].iter().all(|c| c.slot != NO_SLOT) {
+        return;
+    }
+    let Ok(source) = walk::read_source(&location.root.join(&file.path), u64::MAX) else {
+        return;
+    };
+    let language = Language::from_u8(file.language);
+    for index in range {
+        let entry = &chunks[index];
+        if entry.slot != NO_SLOT {
+            continue;
+        }
+        let chunk = chunk_from_entry(entry, &file.path, language);
+        if source.text.get(chunk.byte_range.clone()).is_none() {
+            continue;
+        }
+        let text = embedding_text(&chunk, &source.text);
+        let key = crate::content_hash(text.as_bytes());
+        let waiters = waiting.entry(key).or_default();
+        if waiters.is_empty() {
+            pending.push((key, text));
+        }
+        waiters.push(index);
+    }
+}
+
+fn chunk_entry(chunk: &Chunk, file: u32, slot: u32) -> ChunkEntry {
+    ChunkEntry {
+        file,
+        start_byte: chunk.byte_range.start as u32,
+        end_byte: chunk.byte_range.end as u32,
+        start_line: chunk.start_line,
+        end_line: chunk.end_line,
+        kind: chunk.kind.to_u8(),
+        symbol: chunk.symbol.clone().unwrap_or_default(),
+        container: chunk.container.clone().unwrap_or_default(),
+        hash: split_hash(chunk.hash.0),
+        slot,
+    }
+}
+
+fn chunk_from_entry(entry: &ChunkEntry, path: &str, language: Language) -> Chunk {
+    Chunk {
+        path: path.into(),
+        byte_range: entry.start_byte as usize..entry.end_byte as usize,
+        start_line: entry.start_line,
+        end_line: entry.end_line,
+        language,
+        kind: ChunkKind::from_u8(entry.kind),
+        symbol: (!entry.symbol.is_empty()).then(|| entry.symbol.clone()),
+        container: (!entry.container.is_empty()).then(|| entry.container.clone()),
+        hash: ContentHash(join_hash(entry.hash)),
+    }
+}
+
+/// The previous manifest and its file name, or why it cannot be used (`None, None`: there is
+/// none yet).
+fn load_previous(
+    location: &IndexLocation,
+    info: &ModelInfo,
+) -> (Option<(Manifest, String)>, Option<String>) {
+    let name = match read_current(&location.dir) {
+        Ok(Some(name)) => name,
+        Ok(None) => return (None, None),
+        Err(err) => return (None, Some(format!("{err}; rebuilding the index"))),
+    };
+    let mapped = match MappedManifest::open(&location.dir.join(&name)) {
+        Ok(mapped) => mapped,
+        Err(err) => return (None, Some(format!("{err}; rebuilding the index"))),
+    };
+    let archived = mapped.get();
+    let (model, dim) = (
+        archived.model_id.as_str(),
+        archived.dim.to_native() as usize,
+    );
+    if model != info.id || dim != info.dim {
+        return (
+            None,
+            Some(format!(
+                "the index was built with model {model} ({dim}-d), now using {} ({}-d); rebuilding",
+                info.id, info.dim
+            )),
+        );
+    }
+    let manifest: Manifest = match rkyv::deserialize::<Manifest, rkyv::rancor::Error>(archived) {
+        Ok(manifest) => manifest,
+        Err(err) => {
+            return (
+                None,
+                Some(format!("index is damaged ({err}); rebuilding the index")),
+            );
+        }
+    };
+    if manifest.vector_slots > 0 {
+        let vectors = location.dir.join(&manifest.vectors_file);
+        if let Err(err) = VectorFile::open(&vectors, dim, manifest.vector_slots as usize) {
+            return (None, Some(format!("{err}; rebuilding the index")));
+        }
+    }
+    (Some((manifest, name)), None)
+}
+
+fn manifest_name(generation: u64) -> String {
+    format!("manifest-{generation:08}.rkyv")
+}
+
+/// Writes the manifest and points `CURRENT` at it, both atomically.
+fn publish(dir: &Path, manifest: &Manifest) -> Result<(), IndexError> {
+    let name = manifest_name(manifest.generation);
+    let path = dir.join(&name);
+    write_atomic(&path, &manifest::encode(manifest)?).map_err(|e| IndexError::io(&path, e))?;
+    let current = dir.join(CURRENT);
+    write_atomic(&current, format!("{name}\n").as_bytes()).map_err(|e| IndexError::io(&current, e))
+}
+
+/// Compacts the vector file when dead slots pile up, and (re)builds the HNSW graph when enough
+/// vectors are not in it.
+fn maintain_vectors(
+    dir: &Path,
+    manifest: &mut Manifest,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(), IndexError> {
+    let dim = manifest.dim as usize;
+    let slots = manifest.vector_slots as usize;
+    let mut live = vec![false; slots];
+    for chunk in &manifest.chunks {
+        if let Some(flag) = live.get_mut(chunk.slot as usize) {
+            *flag = true;
+        }
+    }
+    let live_count = live.iter().filter(|&&l| l).count();
+    let dead = slots - live_count;
+    if dead >= 1024 && dead * 10 >= slots * 3 {
+        // Compaction: copy the live vectors into a new file, renumber the slots.
+        let old = VectorFile::open(&dir.join(&manifest.vectors_file), dim, slots)?;
+        let name = format!("vectors-{:08}.f32", manifest.generation + 1);
+        let path = dir.join(&name);
+        let _ = fs::remove_file(&path);
+        let mut appender = VectorAppender::open(&path, dim, 0)?;
+        let mut remap = vec![NO_SLOT; slots];
+        let mut keys = Vec::with_capacity(live_count);
+        let mut batch = Vec::new();
+        for slot in (0..slots).filter(|&s| live[s]) {
+            remap[slot] = keys.len() as u32;
+            keys.push(manifest.slot_keys[slot]);
+            if let Some(v) = old.get(slot) {
+                batch.push(crate::embed::Vector::normalized(v.to_vec()));
+            }
+            if batch.len() >= 4096 {
+                appender.append(&batch)?;
+                batch.clear();
+            }
+        }
+        appender.append(&batch)?;
+        appender.sync()?;
+        for chunk in &mut manifest.chunks {
+            if chunk.slot != NO_SLOT {
+                chunk.slot = remap[chunk.slot as usize];
+            }
+        }
+        manifest.slot_keys = keys;
+        manifest.vectors_file = name;
+        manifest.vector_slots = live_count as u64;
+        manifest.ann = None;
+        live = vec![true; live_count];
+    }
+    let slots = manifest.vector_slots as usize;
+    if slots < ANN_MIN_SLOTS {
+        manifest.ann = None;
+        return Ok(());
+    }
+    let stale = match &manifest.ann {
+        None => true,
+        Some(ann) => {
+            let uncovered = slots.saturating_sub(ann.slots as usize);
+            uncovered > (ann.slots as usize / 10).max(2048)
+        }
+    };
+    if stale {
+        progress(Progress::BuildingAnn { vectors: slots });
+        let vectors = VectorFile::open(&dir.join(&manifest.vectors_file), dim, slots)?;
+        let ann = Ann::build(&vectors, &|s| live.get(s).copied().unwrap_or(false));
+        let basename = ann.dump(dir, &format!("ann-{:08}", manifest.generation + 1))?;
+        for ext in ["hnsw.graph", "hnsw.data"] {
+            let path = dir.join(format!("{basename}.{ext}"));
+            fs::File::open(&path)
+                .and_then(|f| f.sync_all())
+                .map_err(|e| IndexError::io(&path, e))?;
+        }
+        sync_dir(dir).map_err(|e| IndexError::io(dir, e))?;
+        manifest.ann = Some(AnnEntry {
+            basename,
+            slots: slots as u64,
+        });
+    }
+    Ok(())
+}
+
+/// Deletes files no longer referenced by the current or the previous generation (a reader may
+/// still be opening the previous one).
+fn collect_garbage(dir: &Path, current: &Manifest, previous_name: Option<&str>) {
+    let mut keep: Vec<String> = vec![
+        manifest_name(current.generation),
+        current.vectors_file.clone(),
+    ];
+    if let Some(ann) = &current.ann {
+        keep.push(ann.basename.clone());
+    }
+    if let Some(name) = previous_name {
+        keep.push(name.to_string());
+        if let Ok(prev) = MappedManifest::open(&dir.join(name)) {
+            let prev = prev.get();
+            keep.push(prev.vectors_file.as_str().to_string());
+            if let Some(ann) = prev.ann.as_ref() {
+                keep.push(ann.basename.as_str().to_string());
+            }
+        }
+    }
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let ours = name.starts_with("manifest-")
+            || name.starts_with("vectors-")
+            || name.starts_with("ann-");
+        let stale_temp = name.starts_with('.') && name.contains(".tmp-");
+        let kept = keep
+            .iter()
+            .any(|k| name == *k || name.starts_with(&format!("{k}.hnsw.")));
+        if (ours && !kept) || stale_temp {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}

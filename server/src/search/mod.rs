@@ -1,0 +1,335 @@
+//! Search: a query against a snapshot, in one of three modes, with filters.
+//!
+//! * `dense` — cosine similarity of the query embedding to chunk embeddings (HNSW, or an
+//!   exact scan for small indexes, filtered queries, and `--exact`);
+//! * `lexical` — BM25 over code-aware tokens;
+//! * `hybrid` (default) — both rankings fused (see [`Fusion`]).
+//!
+//! Results are chunks in editor terms (path, 1-based inclusive lines, symbol, score), with
+//! overlapping chunks of one file collapsed to the best one.
+
+use std::time::Instant;
+
+use globset::{Glob, GlobMatcher};
+use serde::Serialize;
+
+use crate::chunk::ChunkKind;
+use crate::embed::{Embedder, Vector};
+use crate::index::{ChunkRef, IndexError, Snapshot};
+use crate::lang::Language;
+
+/// How to rank.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Hybrid,
+    Dense,
+    Lexical,
+}
+
+impl Mode {
+    pub fn parse(name: &str) -> Option<Mode> {
+        match name {
+            "hybrid" => Some(Mode::Hybrid),
+            "dense" | "semantic" => Some(Mode::Dense),
+            "lexical" | "keyword" | "bm25" => Some(Mode::Lexical),
+            _ => None,
+        }
+    }
+}
+
+/// How hybrid mode combines the dense and lexical rankings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Fusion {
+    /// Reciprocal-rank fusion: Σ w / (k + rank). Uses ranks only, so the two score scales never
+    /// need calibrating.
+    Rrf { k: f32, dense_weight: f32 },
+    /// Scores min-max normalised per list, then `dense_weight · d + (1 − dense_weight) · l`.
+    Weighted { dense_weight: f32 },
+}
+
+impl Default for Fusion {
+    fn default() -> Self {
+        Fusion::Rrf {
+            k: 60.0,
+            dense_weight: 1.0,
+        }
+    }
+}
+
+/// A search request.
+#[derive(Debug, Clone)]
+pub struct Query {
+    pub text: String,
+    pub k: usize,
+    pub mode: Mode,
+    /// Only files whose root-relative path matches this glob.
+    pub path_glob: Option<String>,
+    pub language: Option<Language>,
+    /// Drop hits scoring below this (the scale depends on the mode).
+    pub min_score: Option<f32>,
+    /// Exact scan instead of the HNSW graph.
+    pub exact: bool,
+    pub fusion: Fusion,
+}
+
+impl Query {
+    pub fn new(text: impl Into<String>) -> Query {
+        Query {
+            text: text.into(),
+            k: 10,
+            mode: Mode::Hybrid,
+            path_glob: None,
+            language: None,
+            min_score: None,
+            exact: false,
+            fusion: Fusion::default(),
+        }
+    }
+}
+
+/// One result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Hit {
+    /// Relative to the root, `/`-separated.
+    pub path: String,
+    pub start_line: u32,
+    pub end_line: u32,
+    pub score: f32,
+    pub symbol: Option<String>,
+    pub kind: ChunkKind,
+    pub language: Language,
+    pub snippet: String,
+    #[serde(skip)]
+    pub chunk: usize,
+}
+
+/// Results of one query.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchResults {
+    pub query: String,
+    pub took_ms: f64,
+    /// Some chunks were not embedded yet: dense ranking saw only part of the index.
+    pub partial: bool,
+    pub results: Vec<Hit>,
+}
+
+/// Errors from searching.
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    #[error("invalid --path glob {glob:?}: {message}")]
+    Glob { glob: String, message: String },
+    #[error("{0} mode needs the embedding model, which is not loaded")]
+    NoEmbedder(&'static str),
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    #[error(transparent)]
+    Embed(#[from] crate::embed::EmbedError),
+}
+
+/// How many candidates each ranking contributes before fusion and de-duplication.
+fn candidates(k: usize) -> usize {
+    (k * 5).max(50)
+}
+
+/// Runs a query. `embedder` may be `None` for lexical mode.
+pub fn search(
+    snapshot: &Snapshot,
+    embedder: Option<&dyn Embedder>,
+    query: &Query,
+) -> Result<SearchResults, SearchError> {
+    let start = Instant::now();
+    let needs_dense = query.mode != Mode::Lexical;
+    let vector = if needs_dense && !query.text.trim().is_empty() {
+        let embedder = embedder.ok_or(SearchError::NoEmbedder(if query.mode == Mode::Dense {
+            "dense"
+        } else {
+            "hybrid"
+        }))?;
+        Some(embedder.embed_query(&query.text)?)
+    } else {
+        None
+    };
+    search_with_vector(snapshot, vector.as_ref(), query, None, start)
+}
+
+/// Runs a query with a precomputed query vector (for "find similar"), optionally excluding
+/// chunks (the source of a similarity search).
+pub fn search_with_vector(
+    snapshot: &Snapshot,
+    vector: Option<&Vector>,
+    query: &Query,
+    exclude: Option<&dyn Fn(&ChunkRef<'_>) -> bool>,
+    start: Instant,
+) -> Result<SearchResults, SearchError> {
+    let glob: Option<GlobMatcher> = match &query.path_glob {
+        Some(pattern) => Some(
+            Glob::new(pattern)
+                .map_err(|e| SearchError::Glob {
+                    glob: pattern.clone(),
+                    message: e.to_string(),
+                })?
+                .compile_matcher(),
+        ),
+        None => None,
+    };
+    let filtered = glob.is_some() || query.language.is_some() || exclude.is_some();
+    let accept = |chunk: &ChunkRef<'_>| -> bool {
+        glob.as_ref().is_none_or(|g| g.is_match(chunk.path))
+            && query.language.is_none_or(|l| l == chunk.language)
+            && exclude.is_none_or(|ex| !ex(chunk))
+    };
+    let limit = candidates(query.k);
+    let dense: Vec<(usize, f32)> = match (query.mode, vector) {
+        (Mode::Lexical, _) | (_, None) => Vec::new(),
+        (_, Some(vector)) => {
+            let accept_dyn: &dyn Fn(&ChunkRef<'_>) -> bool = &accept;
+            snapshot.dense_search(vector, limit, filtered.then_some(accept_dyn), query.exact)
+        }
+    };
+    let lexical: Vec<(usize, f32)> = if query.mode == Mode::Dense {
+        Vec::new()
+    } else {
+        // Filters apply after BM25, so ask for more when filtering.
+        let ask = if filtered { limit * 4 } else { limit };
+        snapshot
+            .lexical_search(&query.text, ask)?
+            .into_iter()
+            .filter(|&(c, _)| snapshot.chunk(c).is_some_and(|c| accept(&c)))
+            .collect()
+    };
+    let ranked = match query.mode {
+        Mode::Dense => dense,
+        Mode::Lexical => lexical,
+        Mode::Hybrid => fuse(&dense, &lexical, query.fusion),
+    };
+    let mut hits: Vec<Hit> = Vec::with_capacity(query.k);
+    for (chunk_index, score) in ranked {
+        if query.min_score.is_some_and(|min| score < min) {
+            continue;
+        }
+        let Some(chunk) = snapshot.chunk(chunk_index) else {
+            continue;
+        };
+        // Overlapping pieces of one unit (or a unit and its container) count once.
+        if hits.iter().any(|h| {
+            h.path == chunk.path && h.start_line <= chunk.end_line && chunk.start_line <= h.end_line
+        }) {
+            continue;
+        }
+        hits.push(Hit {
+            path: chunk.path.to_string(),
+            start_line: chunk.start_line,
+            end_line: chunk.end_line,
+            score,
+            symbol: chunk.symbol_path(),
+            kind: chunk.kind,
+            language: chunk.language,
+            snippet: String::new(),
+            chunk: chunk_index,
+        });
+        if hits.len() >= query.k {
+            break;
+        }
+    }
+    for hit in &mut hits {
+        hit.snippet = snippet(snapshot, hit.chunk);
+    }
+    Ok(SearchResults {
+        query: query.text.clone(),
+        took_ms: start.elapsed().as_secs_f64() * 1000.0,
+        partial: snapshot.is_partial(),
+        results: hits,
+    })
+}
+
+/// Fuses two rankings (best first) into one.
+pub fn fuse(dense: &[(usize, f32)], lexical: &[(usize, f32)], fusion: Fusion) -> Vec<(usize, f32)> {
+    let mut scores: std::collections::HashMap<usize, f32> = std::collections::HashMap::new();
+    match fusion {
+        Fusion::Rrf { k, dense_weight } => {
+            for (rank, &(chunk, _)) in dense.iter().enumerate() {
+                *scores.entry(chunk).or_default() += dense_weight / (k + rank as f32 + 1.0);
+            }
+            for (rank, &(chunk, _)) in lexical.iter().enumerate() {
+                *scores.entry(chunk).or_default() += 1.0 / (k + rank as f32 + 1.0);
+            }
+        }
+        Fusion::Weighted { dense_weight } => {
+            for (list, weight) in [(dense, dense_weight), (lexical, 1.0 - dense_weight)] {
+                let max = list.iter().map(|x| x.1).fold(f32::NEG_INFINITY, f32::max);
+                let min = list.iter().map(|x| x.1).fold(f32::INFINITY, f32::min);
+                let span = (max - min).max(1e-6);
+                for &(chunk, score) in list {
+                    *scores.entry(chunk).or_default() += weight * (score - min) / span;
+                }
+            }
+        }
+    }
+    let mut fused: Vec<(usize, f32)> = scores.into_iter().collect();
+    fused.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    fused
+}
+
+/// The first lines of a chunk, read from the file now (a changed file shows its current text).
+fn snippet(snapshot: &Snapshot, chunk_index: usize) -> String {
+    const MAX_LINES: usize = 6;
+    const MAX_CHARS: usize = 480;
+    let Some(chunk) = snapshot.chunk(chunk_index) else {
+        return String::new();
+    };
+    let path = snapshot.location.root.join(chunk.path);
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return String::new();
+    };
+    let lines: Vec<&str> = text
+        .lines()
+        .skip(chunk.start_line.saturating_sub(1) as usize)
+        .take((chunk.end_line + 1 - chunk.start_line) as usize)
+        .collect();
+    let mut out = String::new();
+    for line in lines.iter().take(MAX_LINES) {
+        if out.len() + line.len() > MAX_CHARS {
+            let room = MAX_CHARS.saturating_sub(out.len());
+            let mut cut = room.min(line.len());
+            while !line.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            out.push_str(&line[..cut]);
+            out.push('…');
+            break;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.trim_end().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rrf_rewards_agreement() {
+        let dense = [(1, 0.9), (2, 0.8), (3, 0.7)];
+        let lexical = [(3, 12.0), (4, 11.0), (1, 10.0)];
+        let fused = fuse(&dense, &lexical, Fusion::default());
+        // 1 is first in dense and third in lexical; 3 is third and first: a tie, broken by id.
+        assert_eq!(fused[0].0, 1);
+        assert_eq!(fused[1].0, 3);
+        assert!(
+            fused.iter().position(|x| x.0 == 2)
+                < fused.iter().position(|x| x.0 == 4).map(|p| p + 1)
+        );
+    }
+
+    #[test]
+    fn weighted_fusion_normalises_each_list() {
+        let dense = [(1, 0.9), (2, 0.1)];
+        let lexical = [(2, 100.0), (1, 0.0)];
+        let fused = fuse(&dense, &lexical, Fusion::Weighted { dense_weight: 0.7 });
+        assert_eq!(fused[0].0, 1);
+        assert!((fused[0].1 - 0.7).abs() < 1e-5);
+        assert!((fused[1].1 - 0.3).abs() < 1e-5);
+    }
+}

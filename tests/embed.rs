@@ -1,0 +1,135 @@
+//! The real embedder against independent reference vectors (Python onnxruntime + tokenizers,
+//! made by scripts/make_reference_vectors.py) and a semantic sanity check. Needs the assets from
+//! `scripts/bootstrap.sh`.
+
+#![allow(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)]
+
+use raggrep::embed::{Assets, EmbedOptions, Embedder, OnnxEmbedder, Vector};
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+struct Reference {
+    model_id: String,
+    cases: Vec<Case>,
+    fp32_model_id: String,
+    fp32_cases: Vec<Case>,
+}
+
+#[derive(Deserialize)]
+struct Case {
+    text: String,
+    n_tokens: usize,
+    vector: Vec<f32>,
+}
+
+fn reference() -> Reference {
+    serde_json::from_str(include_str!("data/reference_vectors.json"))
+        .expect("reference vectors parse")
+}
+
+fn embedder(model: Option<&str>, options: EmbedOptions) -> OnnxEmbedder {
+    let assets = Assets::locate(model, None)
+        .unwrap_or_else(|e| panic!("assets missing ({e}); run `bash scripts/bootstrap.sh` first"));
+    OnnxEmbedder::load(assets, options).expect("model loads")
+}
+
+fn cosine(a: &Vector, b: &[f32]) -> f32 {
+    Vector::normalized(b.to_vec()).dot(a)
+}
+
+#[test]
+fn query_path_matches_the_reference() {
+    let reference = reference();
+    let embedder = embedder(None, EmbedOptions::default());
+    assert_eq!(embedder.info().id, reference.model_id);
+    assert_eq!(embedder.info().dim, 384);
+    for case in &reference.cases {
+        assert_eq!(
+            embedder.count_tokens(&case.text).unwrap(),
+            case.n_tokens,
+            "{:?}",
+            case.text
+        );
+        let vector = embedder.embed_query(&case.text).unwrap();
+        assert!((vector.norm() - 1.0).abs() < 1e-4);
+        let cos = cosine(&vector, &case.vector);
+        assert!(cos >= 0.999, "cosine {cos} for {:?}", case.text);
+    }
+}
+
+#[test]
+fn document_path_with_padding_matches_the_reference() {
+    // All cases in one batch of mixed lengths: padding must not leak into the pooled vectors,
+    // and the output order must match the input order whatever the length sort does.
+    let reference = reference();
+    for sort_by_length in [true, false] {
+        let embedder = embedder(
+            None,
+            EmbedOptions {
+                batch_size: 4,
+                sort_by_length,
+                ..EmbedOptions::default()
+            },
+        );
+        let texts: Vec<&str> = reference.cases.iter().map(|c| c.text.as_str()).collect();
+        let vectors = embedder.embed_documents(&texts).unwrap();
+        assert_eq!(vectors.len(), texts.len());
+        for (case, vector) in reference.cases.iter().zip(&vectors) {
+            let cos = cosine(vector, &case.vector);
+            // Batched int8 inference quantises activations per batch, so padding neighbours
+            // move the numbers a little; they must still agree closely.
+            assert!(
+                cos >= 0.995,
+                "cosine {cos} for {:?} (sorted: {sort_by_length})",
+                case.text
+            );
+        }
+    }
+}
+
+#[test]
+fn fp32_model_matches_its_reference() {
+    let reference = reference();
+    let embedder = embedder(Some("all-minilm-l6-v2-fp32"), EmbedOptions::default());
+    assert_eq!(embedder.info().id, reference.fp32_model_id);
+    let texts: Vec<&str> = reference
+        .fp32_cases
+        .iter()
+        .map(|c| c.text.as_str())
+        .collect();
+    let vectors = embedder.embed_documents(&texts).unwrap();
+    for (case, vector) in reference.fp32_cases.iter().zip(&vectors) {
+        let cos = cosine(vector, &case.vector);
+        assert!(cos >= 0.999, "cosine {cos} for {:?}", case.text);
+    }
+}
+
+#[test]
+fn a_query_about_reading_files_prefers_read_file() {
+    let embedder = embedder(None, EmbedOptions::default());
+    let query = embedder
+        .embed_query("read the contents of a file from disk")
+        .unwrap();
+    let docs = embedder
+        .embed_documents(&[
+            "fn read_file(path: &Path) -> io::Result<String> {\n    std::fs::read_to_string(path)\n}",
+            "fn checksum(bytes: &[u8]) -> u32 {\n    bytes.iter().fold(0u32, |acc, b| acc.wrapping_mul(31).wrapping_add(*b as u32))\n}",
+        ])
+        .unwrap();
+    let (read, sum) = (query.dot(&docs[0]), query.dot(&docs[1]));
+    assert!(read > sum + 0.1, "read_file {read} vs checksum {sum}");
+}
+
+#[test]
+fn missing_assets_name_the_fix() {
+    let err = Assets::locate(Some("/nonexistent/model-dir"), None).unwrap_err();
+    let message = err.to_string();
+    assert!(message.contains("/nonexistent/model-dir"), "{message}");
+    assert!(message.contains("scripts/bootstrap.sh"), "{message}");
+    let err = Assets::locate(
+        None,
+        Some(std::path::Path::new("/nonexistent/libonnxruntime.so")),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("ORT_DYLIB_PATH"), "{err}");
+}
