@@ -17,20 +17,27 @@ use raggrep::lang::Language;
 use raggrep::walk::{WalkOptions, read_source, walk};
 
 fn main() {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| a != "--bench")
-        .collect();
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
     let mut path: Option<PathBuf> = None;
     let mut n_chunks = 1500usize;
     let mut model: Option<String> = None;
     let mut quick = false;
+    let mut only: Option<Vec<(usize, bool, usize)>> = None;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "--chunks" => n_chunks = it.next().and_then(|v| v.parse().ok()).unwrap_or(n_chunks),
             "--model" => model = it.next().cloned(),
             "--quick" => quick = true,
+            // `--configs 1x0,8x1`: batch size × threads (0 = all), length-sorted.
+            "--configs" => {
+                only = it.next().map(|list| {
+                    list.split(',')
+                        .filter_map(|c| c.split_once('x'))
+                        .filter_map(|(b, t)| Some((b.parse().ok()?, true, t.parse().ok()?)))
+                        .collect()
+                })
+            }
             other => path = Some(PathBuf::from(other)),
         }
     }
@@ -41,10 +48,7 @@ fn main() {
     let texts = sample_chunks(&path, n_chunks);
     let assets = Assets::locate(model.as_deref(), None).expect("assets: run scripts/bootstrap.sh");
     let counter = OnnxEmbedder::load(assets.clone(), EmbedOptions::default()).expect("model");
-    let tokens: usize = texts
-        .iter()
-        .map(|t| counter.count_tokens(t).unwrap_or(0))
-        .sum();
+    let tokens: usize = texts.iter().map(|t| counter.count_tokens(t).unwrap_or(0)).sum();
     eprintln!(
         "corpus: {} chunks, {} tokens (mean {:.0}) from {}; model {}",
         texts.len(),
@@ -54,7 +58,10 @@ fn main() {
         counter.info().id
     );
     drop(counter);
-    let configs: Vec<(usize, bool, usize)> = if quick {
+    // (batch size, length-sorted, threads); threads 0 = all. A last row pads to 256 tokens.
+    let configs: Vec<(usize, bool, usize)> = if let Some(only) = only {
+        only
+    } else if quick {
         vec![(1, true, 0), (8, true, 0)]
     } else {
         vec![
@@ -70,16 +77,15 @@ fn main() {
             (8, true, 1),
         ]
     };
-    println!("| batch | length-sorted | threads | chunks/s | tokens/s |");
-    println!("|---:|:---:|---:|---:|---:|");
+    println!("| batch | length-sorted | padding | threads | chunks/s | tokens/s |");
+    println!("|---:|:---:|:---:|---:|---:|---:|");
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-    for (batch_size, sort_by_length, threads) in configs {
-        let options = EmbedOptions {
-            batch_size,
-            sort_by_length,
-            threads,
-            ..EmbedOptions::default()
-        };
+    let mut runs: Vec<(usize, bool, usize, bool)> = configs.into_iter().map(|(b, s, t)| (b, s, t, false)).collect();
+    if !quick {
+        runs.push((8, false, 0, true));
+    }
+    for (batch_size, sort_by_length, threads, fixed_padding) in runs {
+        let options = EmbedOptions { batch_size, sort_by_length, threads, fixed_padding, ..EmbedOptions::default() };
         let embedder = OnnxEmbedder::load(assets.clone(), options).expect("model");
         // Warm up (first run allocates arenas).
         let _ = embedder.embed_documents(&refs[..refs.len().min(16)]);
@@ -88,13 +94,10 @@ fn main() {
         let secs = start.elapsed().as_secs_f64();
         assert_eq!(vectors.len(), refs.len());
         println!(
-            "| {batch_size} | {} | {} | {:.1} | {:.0} |",
+            "| {batch_size} | {} | {} | {} | {:.1} | {:.0} |",
             if sort_by_length { "yes" } else { "no" },
-            if threads == 0 {
-                "all".to_string()
-            } else {
-                threads.to_string()
-            },
+            if fixed_padding { "fixed 256" } else { "dynamic" },
+            if threads == 0 { "all".to_string() } else { threads.to_string() },
             refs.len() as f64 / secs,
             tokens as f64 / secs
         );
@@ -104,9 +107,7 @@ fn main() {
 fn default_corpus() -> PathBuf {
     let home = std::env::var("CARGO_HOME")
         .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cargo")
-        });
+        .unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cargo"));
     home.join("registry").join("src")
 }
 
@@ -122,12 +123,7 @@ fn sample_chunks(path: &std::path::Path, n: usize) -> Vec<String> {
         let Ok(source) = read_source(&file.abs_path, 1 << 20) else {
             continue;
         };
-        for chunk in chunk_file(
-            &file.rel_path,
-            &source.text,
-            language,
-            &ChunkConfig::default(),
-        ) {
+        for chunk in chunk_file(&file.rel_path, &source.text, language, &ChunkConfig::default()) {
             all.push(chunk.text(&source.text).to_string());
         }
         if all.len() > n * 20 {

@@ -23,8 +23,7 @@ struct Case {
 }
 
 fn reference() -> Reference {
-    serde_json::from_str(include_str!("data/reference_vectors.json"))
-        .expect("reference vectors parse")
+    serde_json::from_str(include_str!("data/reference_vectors.json")).expect("reference vectors parse")
 }
 
 fn embedder(model: Option<&str>, options: EmbedOptions) -> OnnxEmbedder {
@@ -44,12 +43,7 @@ fn query_path_matches_the_reference() {
     assert_eq!(embedder.info().id, reference.model_id);
     assert_eq!(embedder.info().dim, 384);
     for case in &reference.cases {
-        assert_eq!(
-            embedder.count_tokens(&case.text).unwrap(),
-            case.n_tokens,
-            "{:?}",
-            case.text
-        );
+        assert_eq!(embedder.count_tokens(&case.text).unwrap(), case.n_tokens, "{:?}", case.text);
         let vector = embedder.embed_query(&case.text).unwrap();
         assert!((vector.norm() - 1.0).abs() < 1e-4);
         let cos = cosine(&vector, &case.vector);
@@ -58,31 +52,39 @@ fn query_path_matches_the_reference() {
 }
 
 #[test]
-fn document_path_with_padding_matches_the_reference() {
-    // All cases in one batch of mixed lengths: padding must not leak into the pooled vectors,
-    // and the output order must match the input order whatever the length sort does.
+fn document_path_matches_the_reference_in_any_order() {
+    // The default document path (length-sorted, batch 1) gives exactly the query-path vectors,
+    // and the output order matches the input order whatever the sort does.
+    let reference = reference();
+    let embedder = embedder(None, EmbedOptions::default());
+    let texts: Vec<&str> = reference.cases.iter().rev().map(|c| c.text.as_str()).collect();
+    let vectors = embedder.embed_documents(&texts).unwrap();
+    assert_eq!(vectors.len(), texts.len());
+    for (case, vector) in reference.cases.iter().rev().zip(&vectors) {
+        let cos = cosine(vector, &case.vector);
+        assert!(cos >= 0.999, "cosine {cos} for {:?}", case.text);
+    }
+}
+
+#[test]
+fn padding_does_not_leak_into_pooled_vectors() {
+    // All cases in padded batches of mixed lengths, sorted and unsorted. With fp32 weights the
+    // result must equal the unpadded reference; the int8 model quantises activations per batch,
+    // so its rows influence each other slightly (why the default batch size is 1).
     let reference = reference();
     for sort_by_length in [true, false] {
-        let embedder = embedder(
-            None,
-            EmbedOptions {
-                batch_size: 4,
-                sort_by_length,
-                ..EmbedOptions::default()
-            },
-        );
-        let texts: Vec<&str> = reference.cases.iter().map(|c| c.text.as_str()).collect();
-        let vectors = embedder.embed_documents(&texts).unwrap();
-        assert_eq!(vectors.len(), texts.len());
-        for (case, vector) in reference.cases.iter().zip(&vectors) {
+        let options = EmbedOptions { batch_size: 4, sort_by_length, ..EmbedOptions::default() };
+        let fp32 = embedder(Some("all-minilm-l6-v2-fp32"), options.clone());
+        let texts: Vec<&str> = reference.fp32_cases.iter().map(|c| c.text.as_str()).collect();
+        for (case, vector) in reference.fp32_cases.iter().zip(&fp32.embed_documents(&texts).unwrap()) {
             let cos = cosine(vector, &case.vector);
-            // Batched int8 inference quantises activations per batch, so padding neighbours
-            // move the numbers a little; they must still agree closely.
-            assert!(
-                cos >= 0.995,
-                "cosine {cos} for {:?} (sorted: {sort_by_length})",
-                case.text
-            );
+            assert!(cos >= 0.999, "fp32 cosine {cos} for {:?} (sorted: {sort_by_length})", case.text);
+        }
+        let int8 = embedder(None, options);
+        let texts: Vec<&str> = reference.cases.iter().map(|c| c.text.as_str()).collect();
+        for (case, vector) in reference.cases.iter().zip(&int8.embed_documents(&texts).unwrap()) {
+            let cos = cosine(vector, &case.vector);
+            assert!(cos >= 0.98, "int8 cosine {cos} for {:?} (sorted: {sort_by_length})", case.text);
         }
     }
 }
@@ -92,11 +94,7 @@ fn fp32_model_matches_its_reference() {
     let reference = reference();
     let embedder = embedder(Some("all-minilm-l6-v2-fp32"), EmbedOptions::default());
     assert_eq!(embedder.info().id, reference.fp32_model_id);
-    let texts: Vec<&str> = reference
-        .fp32_cases
-        .iter()
-        .map(|c| c.text.as_str())
-        .collect();
+    let texts: Vec<&str> = reference.fp32_cases.iter().map(|c| c.text.as_str()).collect();
     let vectors = embedder.embed_documents(&texts).unwrap();
     for (case, vector) in reference.fp32_cases.iter().zip(&vectors) {
         let cos = cosine(vector, &case.vector);
@@ -107,9 +105,7 @@ fn fp32_model_matches_its_reference() {
 #[test]
 fn a_query_about_reading_files_prefers_read_file() {
     let embedder = embedder(None, EmbedOptions::default());
-    let query = embedder
-        .embed_query("read the contents of a file from disk")
-        .unwrap();
+    let query = embedder.embed_query("read the contents of a file from disk").unwrap();
     let docs = embedder
         .embed_documents(&[
             "fn read_file(path: &Path) -> io::Result<String> {\n    std::fs::read_to_string(path)\n}",
@@ -126,10 +122,6 @@ fn missing_assets_name_the_fix() {
     let message = err.to_string();
     assert!(message.contains("/nonexistent/model-dir"), "{message}");
     assert!(message.contains("scripts/bootstrap.sh"), "{message}");
-    let err = Assets::locate(
-        None,
-        Some(std::path::Path::new("/nonexistent/libonnxruntime.so")),
-    )
-    .unwrap_err();
+    let err = Assets::locate(None, Some(std::path::Path::new("/nonexistent/libonnxruntime.so"))).unwrap_err();
     assert!(err.to_string().contains("ORT_DYLIB_PATH"), "{err}");
 }

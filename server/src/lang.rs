@@ -46,18 +46,12 @@ impl Language {
     }
 
     pub fn from_u8(value: u8) -> Language {
-        Self::ALL
-            .get(value as usize)
-            .copied()
-            .unwrap_or(Language::Text)
+        Self::ALL.get(value as usize).copied().unwrap_or(Language::Text)
     }
 
     /// Detects the language from a path's extension (or well-known file name).
     pub fn from_path(path: &Path) -> Language {
-        let ext = path
-            .extension()
-            .and_then(|e| e.to_str())
-            .map(|e| e.to_ascii_lowercase());
+        let ext = path.extension().and_then(|e| e.to_str()).map(|e| e.to_ascii_lowercase());
         match ext.as_deref() {
             Some("rs") => Language::Rust,
             Some("py" | "pyi" | "pyw") => Language::Python,
@@ -67,9 +61,7 @@ impl Language {
             Some("go") => Language::Go,
             Some("java") => Language::Java,
             Some("c" | "h") => Language::C,
-            Some("cc" | "cpp" | "cxx" | "c++" | "hh" | "hpp" | "hxx" | "h++" | "ipp" | "inl") => {
-                Language::Cpp
-            }
+            Some("cc" | "cpp" | "cxx" | "c++" | "hh" | "hpp" | "hxx" | "h++" | "ipp" | "inl") => Language::Cpp,
             Some("md" | "markdown" | "mdx") => Language::Markdown,
             _ => Language::Text,
         }

@@ -70,12 +70,7 @@ pub struct WalkOptions {
 
 impl Default for WalkOptions {
     fn default() -> Self {
-        WalkOptions {
-            max_file_size: 1024 * 1024,
-            exclude: Vec::new(),
-            include: Vec::new(),
-            hidden: false,
-        }
+        WalkOptions { max_file_size: 1024 * 1024, exclude: Vec::new(), include: Vec::new(), hidden: false }
     }
 }
 
@@ -114,16 +109,10 @@ impl fmt::Display for SkipReason {
         match self {
             SkipReason::TooLarge { size, limit } => write!(f, "too large ({size} bytes > {limit})"),
             SkipReason::Binary => f.write_str("binary file"),
-            SkipReason::Generated => {
-                f.write_str("generated file (marked @generated / DO NOT EDIT)")
-            }
+            SkipReason::Generated => f.write_str("generated file (marked @generated / DO NOT EDIT)"),
             SkipReason::Minified => f.write_str("minified file (very long lines)"),
             SkipReason::OutsideRoot { target } => {
-                write!(
-                    f,
-                    "symlink leads outside the workspace ({})",
-                    target.display()
-                )
+                write!(f, "symlink leads outside the workspace ({})", target.display())
             }
             SkipReason::SymlinkLoop => f.write_str("symlink loop"),
             SkipReason::Unreadable(err) => write!(f, "unreadable: {err}"),
@@ -166,23 +155,14 @@ pub enum WalkError {
 pub fn walk(roots: &[PathBuf], options: &WalkOptions) -> Result<WalkReport, WalkError> {
     let canonical_roots = roots
         .iter()
-        .map(|root| {
-            fs::canonicalize(root).map_err(|source| WalkError::Root {
-                path: root.clone(),
-                source,
-            })
-        })
+        .map(|root| fs::canonicalize(root).map_err(|source| WalkError::Root { path: root.clone(), source }))
         .collect::<Result<Vec<_>, _>>()?;
     let mut report = WalkReport::default();
     for (root_index, root) in canonical_roots.iter().enumerate() {
         walk_root(root_index, root, &canonical_roots, options, &mut report)?;
     }
-    report
-        .files
-        .sort_by(|a, b| (a.root, &a.rel_path).cmp(&(b.root, &b.rel_path)));
-    report
-        .files
-        .dedup_by(|a, b| a.root == b.root && a.rel_path == b.rel_path);
+    report.files.sort_by(|a, b| (a.root, &a.rel_path).cmp(&(b.root, &b.rel_path)));
+    report.files.dedup_by(|a, b| a.root == b.root && a.rel_path == b.rel_path);
     Ok(report)
 }
 
@@ -194,25 +174,15 @@ fn walk_root(
     report: &mut WalkReport,
 ) -> Result<(), WalkError> {
     let mut overrides = OverrideBuilder::new(root);
-    let glob_error = |glob: &str, source| WalkError::Glob {
-        glob: glob.to_string(),
-        source,
-    };
+    let glob_error = |glob: &str, source| WalkError::Glob { glob: glob.to_string(), source };
     for glob in &options.include {
         overrides.add(glob).map_err(|e| glob_error(glob, e))?;
     }
-    for glob in DEFAULT_EXCLUDES
-        .iter()
-        .copied()
-        .map(String::from)
-        .chain(options.exclude.iter().cloned())
-    {
+    for glob in DEFAULT_EXCLUDES.iter().copied().map(String::from).chain(options.exclude.iter().cloned()) {
         let negated = format!("!{glob}");
         overrides.add(&negated).map_err(|e| glob_error(&glob, e))?;
     }
-    let overrides = overrides
-        .build()
-        .map_err(|e| glob_error("<overrides>", e))?;
+    let overrides = overrides.build().map_err(|e| glob_error("<overrides>", e))?;
 
     let walker = WalkBuilder::new(root)
         .hidden(!options.hidden)
@@ -246,17 +216,15 @@ fn walk_root(
             match fs::canonicalize(path) {
                 Ok(target) if all_roots.iter().any(|r| target.starts_with(r)) => {}
                 Ok(target) => {
-                    report.skipped.push(Skipped {
-                        path: path.to_path_buf(),
-                        reason: SkipReason::OutsideRoot { target },
-                    });
+                    report
+                        .skipped
+                        .push(Skipped { path: path.to_path_buf(), reason: SkipReason::OutsideRoot { target } });
                     continue;
                 }
                 Err(err) => {
-                    report.skipped.push(Skipped {
-                        path: path.to_path_buf(),
-                        reason: SkipReason::Unreadable(err.to_string()),
-                    });
+                    report
+                        .skipped
+                        .push(Skipped { path: path.to_path_buf(), reason: SkipReason::Unreadable(err.to_string()) });
                     continue;
                 }
             }
@@ -264,20 +232,16 @@ fn walk_root(
         let metadata = match entry.metadata() {
             Ok(m) => m,
             Err(err) => {
-                report.skipped.push(Skipped {
-                    path: path.to_path_buf(),
-                    reason: SkipReason::Unreadable(err.to_string()),
-                });
+                report
+                    .skipped
+                    .push(Skipped { path: path.to_path_buf(), reason: SkipReason::Unreadable(err.to_string()) });
                 continue;
             }
         };
         if metadata.len() > options.max_file_size {
             report.skipped.push(Skipped {
                 path: path.to_path_buf(),
-                reason: SkipReason::TooLarge {
-                    size: metadata.len(),
-                    limit: options.max_file_size,
-                },
+                reason: SkipReason::TooLarge { size: metadata.len(), limit: options.max_file_size },
             });
             continue;
         }
@@ -298,9 +262,7 @@ fn walk_root(
 fn classify_walk_error(err: &ignore::Error) -> (PathBuf, SkipReason) {
     match err {
         ignore::Error::WithPath { path, err } => (path.clone(), classify_walk_error(err).1),
-        ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
-            classify_walk_error(err)
-        }
+        ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => classify_walk_error(err),
         ignore::Error::Loop { child, .. } => (child.clone(), SkipReason::SymlinkLoop),
         other => (PathBuf::new(), SkipReason::Unreadable(other.to_string())),
     }
@@ -323,10 +285,7 @@ fn path_has_symlink_parent(path: &Path, root: &Path) -> bool {
 /// `root/a/b.rs` → `a/b.rs`, always with `/`.
 pub fn relative_path(path: &Path, root: &Path) -> Option<String> {
     let rel = path.strip_prefix(root).ok()?;
-    let parts: Vec<String> = rel
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect();
+    let parts: Vec<String> = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
     Some(parts.join("/"))
 }
 
@@ -387,8 +346,7 @@ pub fn classify_bytes(bytes: Vec<u8>) -> Result<SourceText, SkipReason> {
 fn is_generated(text: &str) -> bool {
     text.lines().take(5).any(|line| {
         line.contains("@generated")
-            || (line.contains("DO NOT EDIT")
-                && (line.contains("generated") || line.contains("Generated")))
+            || (line.contains("DO NOT EDIT") && (line.contains("generated") || line.contains("Generated")))
     })
 }
 

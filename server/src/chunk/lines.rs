@@ -10,21 +10,12 @@ use super::{ChunkConfig, ChunkKind, Piece, estimate_tokens};
 pub(crate) fn windows(text: &str, range: Range<usize>, config: &ChunkConfig) -> Vec<Piece> {
     split_lines(text, range, config)
         .into_iter()
-        .map(|range| Piece {
-            range,
-            kind: ChunkKind::Text,
-            symbol: None,
-            container: None,
-        })
+        .map(|range| Piece { range, kind: ChunkKind::Text, symbol: None, container: None })
         .collect()
 }
 
 /// The byte ranges of the windows `windows` makes.
-pub(crate) fn split_lines(
-    text: &str,
-    range: Range<usize>,
-    config: &ChunkConfig,
-) -> Vec<Range<usize>> {
+pub(crate) fn split_lines(text: &str, range: Range<usize>, config: &ChunkConfig) -> Vec<Range<usize>> {
     // Lines of the range as byte ranges, each including its newline.
     let mut lines: Vec<Range<usize>> = Vec::new();
     let mut start = range.start;
@@ -36,10 +27,8 @@ pub(crate) fn split_lines(
     if start < range.end {
         lines.push(start..range.end);
     }
-    let lines: Vec<Range<usize>> = lines
-        .into_iter()
-        .flat_map(|line| cut_long_line(text, line, config.max_tokens))
-        .collect();
+    let lines: Vec<Range<usize>> =
+        lines.into_iter().flat_map(|line| cut_long_line(text, line, config.max_tokens)).collect();
 
     let mut out = Vec::new();
     let mut first = 0;

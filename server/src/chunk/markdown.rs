@@ -35,21 +35,9 @@ pub(crate) fn split(text: &str, config: &ChunkConfig) -> Vec<Piece> {
         while stack.last().is_some_and(|(l, _)| *l >= *level) {
             stack.pop();
         }
-        let container = (!stack.is_empty()).then(|| {
-            stack
-                .iter()
-                .map(|(_, t)| t.as_str())
-                .collect::<Vec<_>>()
-                .join(" > ")
-        });
-        push_section(
-            text,
-            *start..end,
-            Some(title.clone()),
-            container,
-            config,
-            &mut pieces,
-        );
+        let container =
+            (!stack.is_empty()).then(|| stack.iter().map(|(_, t)| t.as_str()).collect::<Vec<_>>().join(" > "));
+        push_section(text, *start..end, Some(title.clone()), container, config, &mut pieces);
         stack.push((*level, title.clone()));
     }
     pieces
@@ -63,11 +51,7 @@ fn push_section(
     config: &ChunkConfig,
     out: &mut Vec<Piece>,
 ) {
-    let kind = if symbol.is_some() {
-        ChunkKind::Section
-    } else {
-        ChunkKind::Text
-    };
+    let kind = if symbol.is_some() { ChunkKind::Section } else { ChunkKind::Text };
     let ranges = if estimate_tokens(&text[range.clone()]) <= config.max_tokens {
         vec![range]
     } else {

@@ -70,10 +70,7 @@ impl ChunkKind {
     }
 
     pub fn from_u8(value: u8) -> ChunkKind {
-        Self::ALL
-            .get(value as usize)
-            .copied()
-            .unwrap_or(ChunkKind::Code)
+        Self::ALL.get(value as usize).copied().unwrap_or(ChunkKind::Code)
     }
 
     /// The lowercase name used in output.
@@ -171,10 +168,7 @@ impl Default for ChunkConfig {
     fn default() -> Self {
         // The embedder reads 256 tokens; the header (path + symbol) takes ~16 of them, and the
         // estimate errs low on dense code, so leave some room.
-        ChunkConfig {
-            max_tokens: 224,
-            overlap_lines: 2,
-        }
+        ChunkConfig { max_tokens: 224, overlap_lines: 2 }
     }
 }
 
@@ -246,23 +240,13 @@ fn cover_gaps(text: &str, mut pieces: Vec<Piece>) -> Vec<Piece> {
     let mut covered = 0;
     for piece in pieces {
         if piece.range.start > covered && !text[covered..piece.range.start].trim().is_empty() {
-            out.push(Piece {
-                range: covered..piece.range.start,
-                kind: ChunkKind::Code,
-                symbol: None,
-                container: None,
-            });
+            out.push(Piece { range: covered..piece.range.start, kind: ChunkKind::Code, symbol: None, container: None });
         }
         covered = covered.max(piece.range.end);
         out.push(piece);
     }
     if covered < text.len() && !text[covered..].trim().is_empty() {
-        out.push(Piece {
-            range: covered..text.len(),
-            kind: ChunkKind::Code,
-            symbol: None,
-            container: None,
-        });
+        out.push(Piece { range: covered..text.len(), kind: ChunkKind::Code, symbol: None, container: None });
     }
     out
 }
@@ -272,11 +256,7 @@ fn trim_range(text: &str, range: Range<usize>) -> Range<usize> {
     let slice = &text[range.clone()];
     let start = range.start + (slice.len() - slice.trim_start().len());
     let end = range.end - (slice.len() - slice.trim_end().len());
-    if start >= end {
-        start..start
-    } else {
-        start..end
-    }
+    if start >= end { start..start } else { start..end }
 }
 
 /// Maps byte offsets to 1-based line numbers.

@@ -23,13 +23,7 @@ pub(crate) fn split(
     let mut parser = Parser::new();
     parser.set_language(&grammar).ok()?;
     let tree = parser.parse(text, None)?;
-    let mut splitter = Splitter {
-        text,
-        language,
-        config,
-        lines: LineIndex::new(text),
-        raw: Vec::new(),
-    };
+    let mut splitter = Splitter { text, language, config, lines: LineIndex::new(text), raw: Vec::new() };
     splitter.visit_children(tree.root_node(), &Scope::default());
     Some(splitter.finish())
 }
@@ -104,11 +98,9 @@ impl<'a> Splitter<'a> {
                     // A comment on the same line as the code before it belongs to that code.
                     // (Comment nodes may include their newline, hence `prev_end - 1`.)
                     let trailing = prev_end > node.start_byte()
-                        && self.lines.line_of(prev_end - 1)
-                            == self.lines.line_of(child.start_byte());
-                    let detached = leading.last().is_some_and(|last| {
-                        self.has_blank_line(last.end_byte(), child.start_byte())
-                    });
+                        && self.lines.line_of(prev_end - 1) == self.lines.line_of(child.start_byte());
+                    let detached =
+                        leading.last().is_some_and(|last| self.has_blank_line(last.end_byte(), child.start_byte()));
                     if trailing || detached {
                         self.flush_leading(&mut leading, scope);
                     }
@@ -116,9 +108,7 @@ impl<'a> Splitter<'a> {
                         match self.raw.last_mut() {
                             Some(last) if last.range.end <= child.start_byte() => {
                                 last.range.end = child.end_byte();
-                                last.tokens += estimate_tokens(
-                                    &self.text[child.start_byte()..child.end_byte()],
-                                );
+                                last.tokens += estimate_tokens(&self.text[child.start_byte()..child.end_byte()]);
                             }
                             _ => self.other(child.start_byte()..child.end_byte(), child, scope),
                         }
@@ -127,9 +117,8 @@ impl<'a> Splitter<'a> {
                     }
                 }
                 Role::Definition(def) => {
-                    let attached = leading.last().is_some_and(|last| {
-                        !self.has_blank_line(last.end_byte(), child.start_byte())
-                    });
+                    let attached =
+                        leading.last().is_some_and(|last| !self.has_blank_line(last.end_byte(), child.start_byte()));
                     let start = if attached {
                         leading[0].start_byte()
                     } else {
@@ -202,24 +191,12 @@ impl<'a> Splitter<'a> {
             };
             self.visit_children(body, &inner);
             if body.end_byte() < range.end {
-                self.push(
-                    body.end_byte()..range.end,
-                    ChunkKind::Code,
-                    None,
-                    container,
-                    RawRole::Other,
-                );
+                self.push(body.end_byte()..range.end, ChunkKind::Code, None, container, RawRole::Other);
             }
             return;
         }
         for piece in self.split_oversized(node, range) {
-            self.push(
-                piece,
-                kind,
-                def.name.clone(),
-                container.clone(),
-                RawRole::Definition,
-            );
+            self.push(piece, kind, def.name.clone(), container.clone(), RawRole::Definition);
         }
     }
 
@@ -236,13 +213,7 @@ impl<'a> Splitter<'a> {
             vec![range]
         };
         for range in ranges {
-            self.push(
-                range,
-                ChunkKind::Code,
-                None,
-                scope.container.clone(),
-                RawRole::Other,
-            );
+            self.push(range, ChunkKind::Code, None, scope.container.clone(), RawRole::Other);
         }
     }
 
@@ -258,14 +229,7 @@ impl<'a> Splitter<'a> {
             return;
         }
         let tokens = self.tokens(&range);
-        self.raw.push(Raw {
-            range,
-            tokens,
-            kind,
-            symbol,
-            container,
-            role,
-        });
+        self.raw.push(Raw { range, tokens, kind, symbol, container, role });
     }
 
     /// Splits a definition over budget at its children's boundaries (recursively), packs the
@@ -304,11 +268,7 @@ impl<'a> Splitter<'a> {
             let line = self.lines.line_of(piece.start) as usize - 1;
             let start = (1..=self.config.overlap_lines)
                 .rev()
-                .map(|n| {
-                    self.lines
-                        .start_of(line.saturating_sub(n))
-                        .max(pieces[i - 1].start)
-                })
+                .map(|n| self.lines.start_of(line.saturating_sub(n)).max(pieces[i - 1].start))
                 .find(|&start| self.tokens(&(start..piece.end)) <= self.config.max_tokens)
                 .unwrap_or(piece.start);
             out.push(start..piece.end);
@@ -367,9 +327,8 @@ impl<'a> Splitter<'a> {
             if raw.role == RawRole::Other
                 && let Some(prev) = out.last_mut()
             {
-                let punctuation_only = self.text[raw.range.clone()]
-                    .chars()
-                    .all(|c| c.is_whitespace() || "{}()[];,".contains(c));
+                let punctuation_only =
+                    self.text[raw.range.clone()].chars().all(|c| c.is_whitespace() || "{}()[];,".contains(c));
                 let mergeable = matches!(prev.role, RawRole::Other | RawRole::ContainerHeader)
                     && prev.container == raw.container
                     && prev.tokens + raw.tokens <= max;
@@ -413,9 +372,8 @@ impl<'a> Splitter<'a> {
         let mut i = 0;
         while i < merged.len() {
             let scrap = merged[i].role == RawRole::Other && merged[i].tokens < TINY_HEADER_TOKENS;
-            let fits = |other: &Raw, scrap: &Raw| {
-                other.container == scrap.container && other.tokens + scrap.tokens <= max
-            };
+            let fits =
+                |other: &Raw, scrap: &Raw| other.container == scrap.container && other.tokens + scrap.tokens <= max;
             if scrap && merged.len() > 1 {
                 if i > 0 && fits(&merged[i - 1], &merged[i]) {
                     let scrap = merged.remove(i);
@@ -434,12 +392,7 @@ impl<'a> Splitter<'a> {
         }
         merged
             .into_iter()
-            .map(|raw| Piece {
-                range: raw.range,
-                kind: raw.kind,
-                symbol: raw.symbol,
-                container: raw.container,
-            })
+            .map(|raw| Piece { range: raw.range, kind: raw.kind, symbol: raw.symbol, container: raw.container })
             .collect()
     }
 }
@@ -453,21 +406,11 @@ fn field_text(node: Node<'_>, field: &str, text: &str) -> Option<String> {
 }
 
 fn def(kind: ChunkKind, name: Option<String>) -> Role<'static> {
-    Role::Definition(Def {
-        kind,
-        name,
-        container: None,
-        body: None,
-    })
+    Role::Definition(Def { kind, name, container: None, body: None })
 }
 
 fn container<'t>(kind: ChunkKind, name: Option<String>, body: Option<Node<'t>>) -> Role<'t> {
-    Role::Definition(Def {
-        kind,
-        name,
-        container: None,
-        body,
-    })
+    Role::Definition(Def { kind, name, container: None, body })
 }
 
 /// `Foo<T>` → `Foo`; `crate::a::Foo` → `Foo` (the last path segment names the type).
@@ -515,11 +458,9 @@ fn classify_python<'t>(node: Node<'t>, text: &str) -> Role<'t> {
     match node.kind() {
         "comment" => Role::Leading,
         "function_definition" => def(ChunkKind::Function, field_text(node, "name", text)),
-        "class_definition" => container(
-            ChunkKind::Class,
-            field_text(node, "name", text),
-            node.child_by_field_name("body"),
-        ),
+        "class_definition" => {
+            container(ChunkKind::Class, field_text(node, "name", text), node.child_by_field_name("body"))
+        }
         "decorated_definition" => match node.child_by_field_name("definition") {
             Some(inner) => classify_python(inner, text),
             None => Role::Other,
@@ -535,28 +476,16 @@ fn classify_js<'t>(node: Node<'t>, text: &str) -> Role<'t> {
         "function_declaration" | "generator_function_declaration" | "function_signature" => {
             def(ChunkKind::Function, name())
         }
-        "method_definition" | "method_signature" | "abstract_method_signature" => {
-            def(ChunkKind::Method, name())
-        }
+        "method_definition" | "method_signature" | "abstract_method_signature" => def(ChunkKind::Method, name()),
         "class_declaration" | "abstract_class_declaration" | "class" => {
             container(ChunkKind::Class, name(), node.child_by_field_name("body"))
         }
-        "interface_declaration" => container(
-            ChunkKind::Interface,
-            name(),
-            node.child_by_field_name("body"),
-        ),
+        "interface_declaration" => container(ChunkKind::Interface, name(), node.child_by_field_name("body")),
         "type_alias_declaration" => def(ChunkKind::Type, name()),
         "enum_declaration" => def(ChunkKind::Enum, name()),
-        "internal_module" | "module" => {
-            container(ChunkKind::Module, name(), node.child_by_field_name("body"))
-        }
+        "internal_module" | "module" => container(ChunkKind::Module, name(), node.child_by_field_name("body")),
         // TypeScript wraps `namespace X { … }` in a statement.
-        "expression_statement"
-            if node
-                .named_child(0)
-                .is_some_and(|n| n.kind() == "internal_module") =>
-        {
+        "expression_statement" if node.named_child(0).is_some_and(|n| n.kind() == "internal_module") => {
             match node.named_child(0) {
                 Some(inner) => classify_js(inner, text),
                 None => Role::Other,
@@ -568,29 +497,17 @@ fn classify_js<'t>(node: Node<'t>, text: &str) -> Role<'t> {
         },
         "lexical_declaration" | "variable_declaration" => {
             let mut cursor = node.walk();
-            let declarators: Vec<Node<'t>> = node
-                .named_children(&mut cursor)
-                .filter(|c| c.kind() == "variable_declarator")
-                .collect();
+            let declarators: Vec<Node<'t>> =
+                node.named_children(&mut cursor).filter(|c| c.kind() == "variable_declarator").collect();
             match declarators.as_slice() {
-                [one] => js_value_role(
-                    one.child_by_field_name("value"),
-                    field_text(*one, "name", text),
-                ),
+                [one] => js_value_role(one.child_by_field_name("value"), field_text(*one, "name", text)),
                 _ => Role::Other,
             }
         }
-        "pair" => js_value_role(
-            node.child_by_field_name("value"),
-            field_text(node, "key", text),
-        )
-        .method(),
+        "pair" => js_value_role(node.child_by_field_name("value"), field_text(node, "key", text)).method(),
         "expression_statement" => {
             // `Foo.prototype.bar = function () {}` and `exports.bar = () => {}`.
-            let Some(assign) = node
-                .named_child(0)
-                .filter(|n| n.kind() == "assignment_expression")
-            else {
+            let Some(assign) = node.named_child(0).filter(|n| n.kind() == "assignment_expression") else {
                 return Role::Other;
             };
             let left = field_text(assign, "left", text).unwrap_or_default();
@@ -601,8 +518,7 @@ fn classify_js<'t>(node: Node<'t>, text: &str) -> Role<'t> {
                         None => (None, left.as_str()),
                     };
                     d.name = Some(name.to_string());
-                    d.container = container
-                        .filter(|c| !c.is_empty() && c != "module.exports" && c != "exports");
+                    d.container = container.filter(|c| !c.is_empty() && c != "module.exports" && c != "exports");
                     Role::Definition(d)
                 }
                 other => other,
@@ -654,9 +570,7 @@ fn classify_go<'t>(node: Node<'t>, text: &str) -> Role<'t> {
         }
         "type_declaration" => {
             let mut cursor = node.walk();
-            let spec = node
-                .named_children(&mut cursor)
-                .find(|c| matches!(c.kind(), "type_spec" | "type_alias"));
+            let spec = node.named_children(&mut cursor).find(|c| matches!(c.kind(), "type_spec" | "type_alias"));
             let Some(spec) = spec else { return Role::Other };
             let kind = match spec.child_by_field_name("type").map(|t| t.kind()) {
                 Some("struct_type") => ChunkKind::Struct,
@@ -675,9 +589,7 @@ fn classify_java<'t>(node: Node<'t>, text: &str) -> Role<'t> {
     match node.kind() {
         "line_comment" | "block_comment" => Role::Leading,
         "class_declaration" | "record_declaration" => container(ChunkKind::Class, name(), body()),
-        "interface_declaration" | "annotation_type_declaration" => {
-            container(ChunkKind::Interface, name(), body())
-        }
+        "interface_declaration" | "annotation_type_declaration" => container(ChunkKind::Interface, name(), body()),
         "enum_declaration" => container(ChunkKind::Enum, name(), body()),
         "enum_body_declarations" => Role::Transparent,
         "method_declaration" | "constructor_declaration" | "compact_constructor_declaration" => {
@@ -696,34 +608,23 @@ fn classify_c<'t>(node: Node<'t>, text: &str) -> Role<'t> {
                 Some((c, n)) => (Some(c.to_string()), Some(n.to_string())),
                 None => (None, full),
             };
-            Role::Definition(Def {
-                kind: ChunkKind::Function,
-                name,
-                container,
-                body: None,
-            })
+            Role::Definition(Def { kind: ChunkKind::Function, name, container, body: None })
         }
         "template_declaration" => {
             let mut cursor = node.walk();
             let inner = node.named_children(&mut cursor).last();
             match inner {
-                Some(inner) if inner.kind() != "template_parameter_list" => {
-                    match classify_c(inner, text) {
-                        Role::Transparent => Role::Other,
-                        role => role,
-                    }
-                }
+                Some(inner) if inner.kind() != "template_parameter_list" => match classify_c(inner, text) {
+                    Role::Transparent => Role::Other,
+                    role => role,
+                },
                 _ => Role::Other,
             }
         }
-        "namespace_definition" => container(
-            ChunkKind::Module,
-            field_text(node, "name", text),
-            node.child_by_field_name("body"),
-        ),
-        "struct_specifier" | "union_specifier" | "class_specifier" | "enum_specifier" => {
-            c_type_role(node, None, text)
+        "namespace_definition" => {
+            container(ChunkKind::Module, field_text(node, "name", text), node.child_by_field_name("body"))
         }
+        "struct_specifier" | "union_specifier" | "class_specifier" | "enum_specifier" => c_type_role(node, None, text),
         "declaration" | "type_definition" => {
             let Some(ty) = node.child_by_field_name("type") else {
                 return Role::Other;
@@ -732,9 +633,7 @@ fn classify_c<'t>(node: Node<'t>, text: &str) -> Role<'t> {
                 return Role::Other;
             }
             // `typedef struct { … } Name;` is named by its declarator.
-            let alias = (node.kind() == "type_definition")
-                .then(|| field_text(node, "declarator", text))
-                .flatten();
+            let alias = (node.kind() == "type_definition").then(|| field_text(node, "declarator", text)).flatten();
             c_type_role(ty, alias, text)
         }
         "linkage_specification"
@@ -758,11 +657,7 @@ fn c_type_role<'t>(spec: Node<'t>, alias: Option<String>, text: &str) -> Role<'t
         _ => ChunkKind::Struct,
     };
     let name = field_text(spec, "name", text).or(alias);
-    if kind == ChunkKind::Enum {
-        def(kind, name)
-    } else {
-        container(kind, name, Some(body))
-    }
+    if kind == ChunkKind::Enum { def(kind, name) } else { container(kind, name, Some(body)) }
 }
 
 /// Follows a C/C++ declarator chain (`*`, `&`, `()`) down to the declared name.
@@ -784,9 +679,9 @@ fn c_declarator_name(node: Node<'_>, text: &str) -> Option<String> {
                     Some(next) => next,
                     None => {
                         let mut cursor = current.walk();
-                        let next = current.named_children(&mut cursor).find(|c| {
-                            c.kind().ends_with("declarator") || c.kind().ends_with("identifier")
-                        });
+                        let next = current
+                            .named_children(&mut cursor)
+                            .find(|c| c.kind().ends_with("declarator") || c.kind().ends_with("identifier"));
                         next?
                     }
                 };

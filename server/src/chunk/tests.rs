@@ -29,16 +29,10 @@ pub(crate) fn check_invariants(text: &str, chunks: &[Chunk]) {
     let mut covered = vec![false; text.lines().count() + 1];
     let mut prev_start = 0;
     for chunk in chunks {
-        assert!(
-            chunk.byte_range.start >= prev_start,
-            "chunks out of order: {chunk:?}"
-        );
+        assert!(chunk.byte_range.start >= prev_start, "chunks out of order: {chunk:?}");
         prev_start = chunk.byte_range.start;
         assert!(chunk.byte_range.end <= text.len());
-        assert!(
-            text.is_char_boundary(chunk.byte_range.start)
-                && text.is_char_boundary(chunk.byte_range.end)
-        );
+        assert!(text.is_char_boundary(chunk.byte_range.start) && text.is_char_boundary(chunk.byte_range.end));
         assert!(chunk.start_line >= 1 && chunk.start_line <= chunk.end_line);
         assert_eq!(chunk.start_line, lines.line_of(chunk.byte_range.start));
         assert_eq!(chunk.hash, ContentHash::of(chunk.text(text)));
@@ -54,10 +48,7 @@ pub(crate) fn check_invariants(text: &str, chunks: &[Chunk]) {
             line.trim().is_empty() || covered[i],
             "line {} not covered: {line:?}\nchunks: {:#?}",
             i + 1,
-            chunks
-                .iter()
-                .map(|c| (c.start_line, c.end_line))
-                .collect::<Vec<_>>()
+            chunks.iter().map(|c| (c.start_line, c.end_line)).collect::<Vec<_>>()
         );
     }
 }
@@ -123,32 +114,19 @@ fn rust_large_impl_is_split_into_methods() {
 fn oversized_function_is_split_at_statements_with_overlap() {
     let mut text = String::from("fn long() {\n");
     for i in 0..80 {
-        let _ = writeln!(
-            text,
-            "    let value_{i} = compute_something(input_{i}, {i});"
-        );
+        let _ = writeln!(text, "    let value_{i} = compute_something(input_{i}, {i});");
     }
     text.push_str("}\n");
     let config = ChunkConfig::default();
     let chunks = chunk_file("f.rs", &text, Language::Rust, &config);
     check_invariants(&text, &chunks);
-    assert!(
-        chunks.len() >= 3,
-        "expected several pieces, got {}",
-        chunks.len()
-    );
+    assert!(chunks.len() >= 3, "expected several pieces, got {}", chunks.len());
     for pair in chunks.windows(2) {
         assert_eq!(pair[0].symbol.as_deref(), Some("long"));
-        assert!(
-            pair[1].start_line <= pair[0].end_line,
-            "pieces should overlap: {pair:?}"
-        );
+        assert!(pair[1].start_line <= pair[0].end_line, "pieces should overlap: {pair:?}");
     }
     for chunk in &chunks {
-        assert!(
-            estimate_tokens(chunk.text(&text)) <= config.max_tokens,
-            "{chunk:?}"
-        );
+        assert!(estimate_tokens(chunk.text(&text)) <= config.max_tokens, "{chunk:?}");
     }
     assert!(chunks[0].text(&text).starts_with("fn long()"));
 }
@@ -449,18 +427,12 @@ Ask a question.
 
 #[test]
 fn plain_text_windows_overlap() {
-    let text: String = (0..200)
-        .map(|i| format!("line number {i} of a plain text file\n"))
-        .collect();
+    let text: String = (0..200).map(|i| format!("line number {i} of a plain text file\n")).collect();
     let chunks = chunk_file("notes.txt", &text, Language::Text, &ChunkConfig::default());
     check_invariants(&text, &chunks);
     assert!(chunks.len() > 3);
     for pair in chunks.windows(2) {
-        assert_eq!(
-            pair[1].start_line,
-            pair[0].end_line - 1,
-            "two lines of overlap"
-        );
+        assert_eq!(pair[1].start_line, pair[0].end_line - 1, "two lines of overlap");
     }
 }
 
@@ -475,13 +447,7 @@ fn empty_and_whitespace_files_have_no_chunks() {
 #[test]
 fn broken_syntax_is_still_covered() {
     let text = "fn broken( {\n  let x = ;\n}\n\nfn fine() -> u32 { 1 }\n\n}}}} garbage ((\n";
-    for language in [
-        Language::Rust,
-        Language::Python,
-        Language::JavaScript,
-        Language::Go,
-        Language::C,
-    ] {
+    for language in [Language::Rust, Language::Python, Language::JavaScript, Language::Go, Language::C] {
         let chunks = chunk_file("x", text, language, &ChunkConfig::default());
         check_invariants(text, &chunks);
     }

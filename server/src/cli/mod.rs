@@ -47,6 +47,9 @@ enum Command {
         /// Print the summary as JSON on stdout too.
         #[arg(long)]
         json: bool,
+        /// While embedding, publish progress at least this often (seconds).
+        #[arg(long, default_value_t = 10.0, hide = true)]
+        commit_every: f64,
     },
     /// Search the index. QUERY `-` reads one query per line from stdin (JSON Lines out).
     Query {
@@ -160,37 +163,26 @@ pub fn run() -> i32 {
 }
 
 fn init_logging(level: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_new(level)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(io::stderr)
-        .with_target(false)
-        .try_init();
+    let filter =
+        tracing_subscriber::EnvFilter::try_new(level).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(io::stderr).with_target(false).try_init();
 }
 
 /// An error and its causes on one line: `context: cause: cause`.
 fn one_line(err: &anyhow::Error) -> String {
-    err.chain()
-        .map(|e| e.to_string())
-        .collect::<Vec<_>>()
-        .join(": ")
+    err.chain().map(|e| e.to_string()).collect::<Vec<_>>().join(": ")
 }
 
 fn dispatch(cli: Cli) -> Result<()> {
     let model = cli.model.as_deref();
     let ort = cli.ort_dylib.as_deref();
     match cli.command {
-        Command::Index {
-            path,
-            location,
-            walk,
-            json,
-        } => {
+        Command::Index { path, location, walk, json, commit_every } => {
             let location = IndexLocation::new(&path, location.index_dir.as_deref())?;
             let embedder = load_embedder(model, ort)?;
             let options = IndexOptions {
                 walk: walk.into(),
+                commit_interval: std::time::Duration::from_secs_f64(commit_every.max(0.0)),
                 ..IndexOptions::default()
             };
             let stats = run_update(&location, &embedder, &options)?;
@@ -199,36 +191,14 @@ fn dispatch(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Command::Query {
-            query,
-            location,
-            k,
-            json,
-            mode,
-            language,
-            path_glob,
-            min_score,
-            exact,
-        } => {
-            let mode = Mode::parse(&mode).with_context(|| {
-                format!("unknown --mode {mode:?}: use hybrid, dense or lexical")
-            })?;
+        Command::Query { query, location, k, json, mode, language, path_glob, min_score, exact } => {
+            let mode =
+                Mode::parse(&mode).with_context(|| format!("unknown --mode {mode:?}: use hybrid, dense or lexical"))?;
             let language = match language {
-                Some(name) => Some(
-                    Language::from_name(&name)
-                        .with_context(|| format!("unknown --lang {name:?}"))?,
-                ),
+                Some(name) => Some(Language::from_name(&name).with_context(|| format!("unknown --lang {name:?}"))?),
                 None => None,
             };
-            let template = Query {
-                k,
-                mode,
-                language,
-                path_glob,
-                min_score,
-                exact,
-                ..Query::new("")
-            };
+            let template = Query { k, mode, language, path_glob, min_score, exact, ..Query::new("") };
             let location = IndexLocation::new(&location.root, location.index_dir.as_deref())?;
             cmd_query(&location, model, ort, &query, &template, json)
         }
@@ -236,12 +206,7 @@ fn dispatch(cli: Cli) -> Result<()> {
             let location = IndexLocation::new(&location.root, location.index_dir.as_deref())?;
             cmd_status(&location, json)
         }
-        Command::Inspect {
-            location,
-            chunks,
-            skipped,
-            json,
-        } => {
+        Command::Inspect { location, chunks, skipped, json } => {
             let location = IndexLocation::new(&location.root, location.index_dir.as_deref())?;
             cmd_inspect(&location, chunks, skipped, json)
         }
@@ -266,16 +231,10 @@ impl From<WalkArgs> for walk::WalkOptions {
 }
 
 /// Updates an index with progress on stderr and a summary line at the end.
-fn run_update(
-    location: &IndexLocation,
-    embedder: &OnnxEmbedder,
-    options: &IndexOptions,
-) -> Result<UpdateStats> {
+fn run_update(location: &IndexLocation, embedder: &OnnxEmbedder, options: &IndexOptions) -> Result<UpdateStats> {
     let mut display = progress::Display::new();
-    let stats = index::update(location, embedder, options, &mut |event| {
-        display.event(event)
-    })
-    .with_context(|| format!("indexing {}", location.root.display()))?;
+    let stats = index::update(location, embedder, options, &mut |event| display.event(event))
+        .with_context(|| format!("indexing {}", location.root.display()))?;
     display.finish();
     let _ = writeln!(
         io::stderr(),
@@ -301,17 +260,9 @@ fn cmd_query(
     template: &Query,
     json: bool,
 ) -> Result<()> {
-    let mut embedder = if template.mode != Mode::Lexical {
-        Some(load_embedder(model, ort)?)
-    } else {
-        None
-    };
+    let mut embedder = if template.mode != Mode::Lexical { Some(load_embedder(model, ort)?) } else { None };
     if !location.exists() {
-        let _ = writeln!(
-            io::stderr(),
-            "no index at {} yet; building it first",
-            location.root.display()
-        );
+        let _ = writeln!(io::stderr(), "no index at {} yet; building it first", location.root.display());
         rebuild(location, &mut embedder, model, ort)?;
     }
     let snapshot = match Snapshot::open(location) {
@@ -345,20 +296,14 @@ fn cmd_query(
             if line.trim().is_empty() {
                 continue;
             }
-            let request = Query {
-                text: line,
-                ..template.clone()
-            };
+            let request = Query { text: line, ..template.clone() };
             let results = search::search(&snapshot, embedder_ref, &request)?;
             writeln!(out, "{}", serde_json::to_string(&results)?)?;
             out.flush()?;
         }
         return Ok(());
     }
-    let request = Query {
-        text: query.to_string(),
-        ..template.clone()
-    };
+    let request = Query { text: query.to_string(), ..template.clone() };
     let results = search::search(&snapshot, embedder_ref, &request)?;
     if json {
         writeln!(out, "{}", serde_json::to_string(&results)?)?;
@@ -401,11 +346,7 @@ fn cmd_inspect(location: &IndexLocation, chunks: bool, skipped: bool, json: bool
     if skipped {
         for (path, reason) in snapshot.skipped() {
             if json {
-                writeln!(
-                    out,
-                    "{}",
-                    serde_json::json!({"path": path, "reason": reason})
-                )?;
+                writeln!(out, "{}", serde_json::json!({"path": path, "reason": reason}))?;
             } else {
                 writeln!(out, "{path}  {reason}")?;
             }
@@ -415,11 +356,7 @@ fn cmd_inspect(location: &IndexLocation, chunks: bool, skipped: bool, json: bool
     if !chunks {
         for (path, language, count) in snapshot.files() {
             if json {
-                writeln!(
-                    out,
-                    "{}",
-                    serde_json::json!({"path": path, "language": language, "chunks": count})
-                )?;
+                writeln!(out, "{}", serde_json::json!({"path": path, "language": language, "chunks": count}))?;
             } else {
                 writeln!(out, "{path}  {language}  {count} chunks")?;
             }
@@ -444,11 +381,7 @@ fn cmd_inspect(location: &IndexLocation, chunks: bool, skipped: bool, json: bool
                 c.end_line,
                 c.kind.name(),
                 c.symbol_path().unwrap_or_default(),
-                if c.embedded {
-                    ""
-                } else {
-                    "  (not embedded yet)"
-                }
+                if c.embedded { "" } else { "  (not embedded yet)" }
             )?;
         }
     }
@@ -462,15 +395,9 @@ pub fn load_embedder(model: Option<&str>, ort_dylib: Option<&Path>) -> Result<On
 }
 
 fn cmd_chunk(file: &Path, json: bool) -> Result<()> {
-    let source = walk::read_source(file, u64::MAX)
-        .map_err(|reason| anyhow::anyhow!("{}: {reason}", file.display()))?;
+    let source = walk::read_source(file, u64::MAX).map_err(|reason| anyhow::anyhow!("{}: {reason}", file.display()))?;
     let language = Language::from_path(file);
-    let chunks = chunk_file(
-        &file.to_string_lossy(),
-        &source.text,
-        language,
-        &ChunkConfig::default(),
-    );
+    let chunks = chunk_file(&file.to_string_lossy(), &source.text, language, &ChunkConfig::default());
     let mut out = io::stdout().lock();
     for chunk in &chunks {
         if json {
@@ -496,19 +423,11 @@ fn cmd_chunk(file: &Path, json: bool) -> Result<()> {
 
 fn cmd_embed(embedder: &OnnxEmbedder, text: &str, document: bool) -> Result<()> {
     let vector = if document {
-        embedder
-            .embed_documents(&[text])?
-            .pop()
-            .context("no vector returned")?
+        embedder.embed_documents(&[text])?.pop().context("no vector returned")?
     } else {
         embedder.embed_query(text)?
     };
-    let first: Vec<String> = vector
-        .as_slice()
-        .iter()
-        .take(8)
-        .map(|v| format!("{v:.6}"))
-        .collect();
+    let first: Vec<String> = vector.as_slice().iter().take(8).map(|v| format!("{v:.6}")).collect();
     let mut out = io::stdout().lock();
     writeln!(out, "model: {}", embedder.info().id)?;
     writeln!(out, "dim: {}", vector.dim())?;
@@ -527,11 +446,6 @@ fn cmd_files(path: &Path) -> Result<()> {
     for skipped in &report.skipped {
         tracing::info!(path = %skipped.path.display(), reason = %skipped.reason, "skipped");
     }
-    let _ = writeln!(
-        io::stderr(),
-        "{} files, {} skipped",
-        report.files.len(),
-        report.skipped.len()
-    );
+    let _ = writeln!(io::stderr(), "{} files, {} skipped", report.files.len(), report.skipped.len());
     Ok(())
 }

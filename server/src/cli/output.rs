@@ -11,24 +11,14 @@ struct Style {
 
 impl Style {
     fn paint(&self, code: &str, text: &str) -> String {
-        if self.on {
-            format!("\x1b[{code}m{text}\x1b[0m")
-        } else {
-            text.to_string()
-        }
+        if self.on { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_string() }
     }
 }
 
 pub fn print_hits(out: &mut impl Write, results: &SearchResults) -> io::Result<()> {
-    let style = Style {
-        on: io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
-    };
+    let style = Style { on: io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none() };
     if results.partial {
-        writeln!(
-            out,
-            "{}",
-            style.paint("33", "(index is still being embedded: results are partial)")
-        )?;
+        writeln!(out, "{}", style.paint("33", "(index is still being embedded: results are partial)"))?;
     }
     for hit in &results.results {
         writeln!(
@@ -52,17 +42,9 @@ pub fn print_status(out: &mut impl Write, s: &IndexStats) -> io::Result<()> {
     writeln!(out, "root:          {}", s.root)?;
     writeln!(out, "index:         {}", s.index_dir)?;
     writeln!(out, "files:         {} ({} skipped)", s.files, s.skipped)?;
-    writeln!(
-        out,
-        "chunks:        {} ({} embedded, {} pending)",
-        s.chunks, s.embedded, s.pending
-    )?;
+    writeln!(out, "chunks:        {} ({} embedded, {} pending)", s.chunks, s.embedded, s.pending)?;
     writeln!(out, "model:         {} ({}-d)", s.model, s.dim)?;
-    writeln!(
-        out,
-        "vectors:       {} ({} dead, {} in the HNSW graph)",
-        s.vectors, s.dead_vectors, s.ann_slots
-    )?;
+    writeln!(out, "vectors:       {} ({} dead, {} in the HNSW graph)", s.vectors, s.dead_vectors, s.ann_slots)?;
     writeln!(out, "on disk:       {}", mb(s.bytes_on_disk))?;
     writeln!(out, "memory (est.): {}", mb(s.memory_estimate_bytes))?;
     let ago = std::time::SystemTime::now()

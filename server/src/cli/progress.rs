@@ -40,27 +40,12 @@ impl Display {
     fn embedding(&mut self, done: usize, total: usize) {
         let started = *self.embed_started.get_or_insert_with(Instant::now);
         let elapsed = started.elapsed().as_secs_f64();
-        let rate = if elapsed > 0.0 {
-            done as f64 / elapsed
-        } else {
-            0.0
-        };
-        let eta = if rate > 0.0 {
-            (total - done) as f64 / rate
-        } else {
-            0.0
-        };
-        let text = format!(
-            "embedding {done}/{total} chunks  {rate:.1}/s  ~{} left",
-            human_duration(eta)
-        );
+        let rate = if elapsed > 0.0 { done as f64 / elapsed } else { 0.0 };
+        let eta = if rate > 0.0 { (total - done) as f64 / rate } else { 0.0 };
+        let text = format!("embedding {done}/{total} chunks  {rate:.1}/s  ~{} left", human_duration(eta));
         if self.tty {
             let width = 30;
-            let filled = if total == 0 {
-                width
-            } else {
-                done * width / total
-            };
+            let filled = (done * width).checked_div(total).unwrap_or(width).min(width);
             let bar = format!("[{}{}]", "=".repeat(filled), " ".repeat(width - filled));
             let _ = write!(io::stderr(), "\r\x1b[2K{bar} {text}");
             let _ = io::stderr().flush();

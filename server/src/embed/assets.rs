@@ -24,9 +24,7 @@ const FIX: &str = "run `bash scripts/bootstrap.sh` from the raggrep checkout";
 pub enum AssetError {
     #[error("model directory {0} not found; {FIX} or set RAGGREP_MODEL_DIR")]
     ModelDirMissing(PathBuf),
-    #[error(
-        "model directory {dir} has no {file}; a model dir needs model.onnx and tokenizer.json ({FIX})"
-    )]
+    #[error("model directory {dir} has no {file}; a model dir needs model.onnx and tokenizer.json ({FIX})")]
     ModelFileMissing { dir: PathBuf, file: &'static str },
     #[error("ONNX Runtime library {0} not found; {FIX} or set ORT_DYLIB_PATH")]
     RuntimeMissing(PathBuf),
@@ -69,9 +67,7 @@ pub fn cache_dir() -> Result<PathBuf, AssetError> {
     if let Some(xdg) = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
         return Ok(PathBuf::from(xdg).join("raggrep"));
     }
-    let home = std::env::var_os("HOME")
-        .filter(|v| !v.is_empty())
-        .ok_or(AssetError::NoHome)?;
+    let home = std::env::var_os("HOME").filter(|v| !v.is_empty()).ok_or(AssetError::NoHome)?;
     Ok(PathBuf::from(home).join(".cache").join("raggrep"))
 }
 
@@ -79,36 +75,24 @@ impl Assets {
     /// Locates assets. `model` is a model directory, or the name of one under
     /// `<cache>/models/` (e.g. `all-minilm-l6-v2-fp32`); `ort_dylib` the runtime library.
     pub fn locate(model: Option<&str>, ort_dylib: Option<&Path>) -> Result<Assets, AssetError> {
-        let model_dir = match model.map(str::to_string).or_else(|| {
-            std::env::var("RAGGREP_MODEL_DIR")
-                .ok()
-                .filter(|v| !v.is_empty())
-        }) {
+        let model_dir = match model
+            .map(str::to_string)
+            .or_else(|| std::env::var("RAGGREP_MODEL_DIR").ok().filter(|v| !v.is_empty()))
+        {
             Some(spec) => {
                 let as_path = PathBuf::from(&spec);
-                if as_path.is_dir() || spec.contains('/') {
-                    as_path
-                } else {
-                    cache_dir()?.join("models").join(spec)
-                }
+                if as_path.is_dir() || spec.contains('/') { as_path } else { cache_dir()?.join("models").join(spec) }
             }
             None => cache_dir()?.join("models").join(DEFAULT_MODEL),
         };
-        let ort_dylib = match ort_dylib.map(Path::to_path_buf).or_else(|| {
-            std::env::var_os("ORT_DYLIB_PATH")
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        }) {
+        let ort_dylib = match ort_dylib
+            .map(Path::to_path_buf)
+            .or_else(|| std::env::var_os("ORT_DYLIB_PATH").filter(|v| !v.is_empty()).map(PathBuf::from))
+        {
             Some(path) => path,
-            None => cache_dir()?
-                .join("runtime")
-                .join(format!("onnxruntime-{ORT_VERSION}"))
-                .join(ORT_LIB_NAME),
+            None => cache_dir()?.join("runtime").join(format!("onnxruntime-{ORT_VERSION}")).join(ORT_LIB_NAME),
         };
-        let assets = Assets {
-            model_dir,
-            ort_dylib,
-        };
+        let assets = Assets { model_dir, ort_dylib };
         assets.check()?;
         Ok(assets)
     }
@@ -119,10 +103,7 @@ impl Assets {
         }
         for file in ["model.onnx", "tokenizer.json"] {
             if !self.model_dir.join(file).is_file() {
-                return Err(AssetError::ModelFileMissing {
-                    dir: self.model_dir.clone(),
-                    file,
-                });
+                return Err(AssetError::ModelFileMissing { dir: self.model_dir.clone(), file });
             }
         }
         if !self.ort_dylib.is_file() {
@@ -146,35 +127,19 @@ impl Assets {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => {
-                return Err(AssetError::BadMetadata {
-                    path,
-                    message: e.to_string(),
-                });
+                return Err(AssetError::BadMetadata { path, message: e.to_string() });
             }
         };
-        serde_json::from_str(&text)
-            .map(Some)
-            .map_err(|e| AssetError::BadMetadata {
-                path,
-                message: e.to_string(),
-            })
+        serde_json::from_str(&text).map(Some).map_err(|e| AssetError::BadMetadata { path, message: e.to_string() })
     }
 
     /// A stable id for a model without metadata: its directory name and a hash of its weights,
     /// so two different models never share cached embeddings.
     pub(crate) fn derived_model_id(&self) -> Result<String, AssetError> {
         let path = self.model_path();
-        let bytes = fs::read(&path).map_err(|e| AssetError::BadMetadata {
-            path: path.clone(),
-            message: e.to_string(),
-        })?;
-        let name = self
-            .model_dir
-            .file_name()
-            .map_or_else(|| "model".to_string(), |n| n.to_string_lossy().into_owned());
-        Ok(format!(
-            "{name}-{:012x}",
-            crate::content_hash(&bytes) as u64 & 0xffff_ffff_ffff
-        ))
+        let bytes =
+            fs::read(&path).map_err(|e| AssetError::BadMetadata { path: path.clone(), message: e.to_string() })?;
+        let name = self.model_dir.file_name().map_or_else(|| "model".to_string(), |n| n.to_string_lossy().into_owned());
+        Ok(format!("{name}-{:012x}", crate::content_hash(&bytes) as u64 & 0xffff_ffff_ffff))
     }
 }

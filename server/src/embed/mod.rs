@@ -47,12 +47,7 @@ impl Vector {
 
 impl fmt::Debug for Vector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "Vector(dim={}, {:?}…)",
-            self.0.len(),
-            &self.0[..self.0.len().min(4)]
-        )
+        write!(f, "Vector(dim={}, {:?}…)", self.0.len(), &self.0[..self.0.len().min(4)])
     }
 }
 
@@ -97,13 +92,7 @@ pub struct FakeEmbedder {
 
 impl FakeEmbedder {
     pub fn new(dim: usize) -> FakeEmbedder {
-        FakeEmbedder {
-            info: ModelInfo {
-                id: format!("fake-trigram-{dim}"),
-                dim,
-                max_tokens: 256,
-            },
-        }
+        FakeEmbedder { info: ModelInfo { id: format!("fake-trigram-{dim}"), dim, max_tokens: 256 } }
     }
 
     fn embed(&self, text: &str) -> Vector {

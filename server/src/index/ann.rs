@@ -30,24 +30,13 @@ impl Ann {
     /// Builds a graph over every slot for which `live` is true.
     pub fn build(vectors: &VectorFile, live: &dyn Fn(usize) -> bool) -> Ann {
         let ids: Vec<usize> = (0..vectors.len()).filter(|&s| live(s)).collect();
-        let hnsw = Hnsw::<f32, DistDot>::new(
-            MAX_CONNECTIONS,
-            ids.len().max(1),
-            MAX_LAYERS,
-            EF_CONSTRUCTION,
-            DistDot {},
-        );
-        let data: Vec<(&[f32], usize)> = ids
-            .iter()
-            .filter_map(|&slot| vectors.get(slot).map(|v| (v, slot)))
-            .collect();
+        let hnsw =
+            Hnsw::<f32, DistDot>::new(MAX_CONNECTIONS, ids.len().max(1), MAX_LAYERS, EF_CONSTRUCTION, DistDot {});
+        let data: Vec<(&[f32], usize)> = ids.iter().filter_map(|&slot| vectors.get(slot).map(|v| (v, slot))).collect();
         hnsw.parallel_insert_slice(&data);
         let mut hnsw = hnsw;
         hnsw.set_searching_mode(true);
-        Ann {
-            hnsw,
-            slots: vectors.len(),
-        }
+        Ann { hnsw, slots: vectors.len() }
     }
 
     /// How many slots the graph covers (slots at or past this are searched exactly).
@@ -57,9 +46,7 @@ impl Ann {
 
     /// Writes the graph as `<dir>/<basename>.hnsw.{graph,data}`; returns the basename used.
     pub fn dump(&self, dir: &Path, basename: &str) -> Result<String, IndexError> {
-        self.hnsw
-            .file_dump(dir, basename)
-            .map_err(|e| IndexError::Corrupt(format!("cannot write HNSW graph: {e}")))
+        self.hnsw.file_dump(dir, basename).map_err(|e| IndexError::Corrupt(format!("cannot write HNSW graph: {e}")))
     }
 
     /// Loads a dumped graph. A damaged file is an error (the caller rebuilds), never a panic.
@@ -67,10 +54,7 @@ impl Ann {
         for ext in ["hnsw.graph", "hnsw.data"] {
             let path = dir.join(format!("{basename}.{ext}"));
             if !path.is_file() {
-                return Err(IndexError::Corrupt(format!(
-                    "{} is missing",
-                    path.display()
-                )));
+                return Err(IndexError::Corrupt(format!("{} is missing", path.display())));
             }
         }
         let dir = dir.to_path_buf();
@@ -93,13 +77,7 @@ impl Ann {
     }
 
     /// The `k` nearest slots accepted by `filter`, as (slot, cosine similarity).
-    pub fn search(
-        &self,
-        query: &[f32],
-        k: usize,
-        ef: usize,
-        filter: &dyn Fn(usize) -> bool,
-    ) -> Vec<(usize, f32)> {
+    pub fn search(&self, query: &[f32], k: usize, ef: usize, filter: &dyn Fn(usize) -> bool) -> Vec<(usize, f32)> {
         let filter = |id: &usize| filter(*id);
         self.hnsw
             .search_filter(query, k, ef.max(k), Some(&filter))

@@ -25,9 +25,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 
 /// `name` → `.name.tmp-<pid>` in the same directory (same filesystem, so rename is atomic).
 pub fn temp_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
+    let name = path.file_name().map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
     path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
 }
 
@@ -46,11 +44,7 @@ pub struct WriterLock {
 impl WriterLock {
     /// Takes the lock, waiting for another writer to finish; `on_wait` runs once if we wait.
     pub fn acquire(dir: &Path, on_wait: impl FnOnce()) -> io::Result<WriterLock> {
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(dir.join("LOCK"))?;
+        let file = OpenOptions::new().create(true).truncate(false).write(true).open(dir.join("LOCK"))?;
         match file.try_lock() {
             Ok(()) => {}
             Err(fs::TryLockError::WouldBlock) => {

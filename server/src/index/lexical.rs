@@ -12,9 +12,7 @@ use std::path::Path;
 
 use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
-use tantivy::schema::{
-    Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions, Value,
-};
+use tantivy::schema::{Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions, Value};
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
@@ -37,9 +35,7 @@ struct Fields {
 fn schema() -> (Schema, Fields) {
     let mut builder = Schema::builder();
     let text = TextOptions::default().set_indexing_options(
-        TextFieldIndexing::default()
-            .set_tokenizer(TOKENIZER)
-            .set_index_option(IndexRecordOption::WithFreqs),
+        TextFieldIndexing::default().set_tokenizer(TOKENIZER).set_index_option(IndexRecordOption::WithFreqs),
     );
     let fields = Fields {
         body: builder.add_text_field("body", text.clone()),
@@ -82,8 +78,7 @@ impl LexicalIndex {
     pub fn open_or_create(dir: &Path) -> Result<LexicalIndex, IndexError> {
         std::fs::create_dir_all(dir).map_err(|e| IndexError::io(dir, e))?;
         let (schema, fields) = schema();
-        let directory = tantivy::directory::MmapDirectory::open(dir)
-            .map_err(|e| IndexError::Lexical(e.to_string()))?;
+        let directory = tantivy::directory::MmapDirectory::open(dir).map_err(|e| IndexError::Lexical(e.to_string()))?;
         let index = Index::open_or_create(directory, schema).map_err(tantivy_error)?;
         Self::finish_open(index, fields)
     }
@@ -96,19 +91,9 @@ impl LexicalIndex {
     }
 
     fn finish_open(index: Index, fields: Fields) -> Result<LexicalIndex, IndexError> {
-        index
-            .tokenizers()
-            .register(TOKENIZER, CodeTokenizer::default());
-        let reader = index
-            .reader_builder()
-            .reload_policy(ReloadPolicy::Manual)
-            .try_into()
-            .map_err(tantivy_error)?;
-        Ok(LexicalIndex {
-            index,
-            reader,
-            fields,
-        })
+        index.tokenizers().register(TOKENIZER, CodeTokenizer);
+        let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into().map_err(tantivy_error)?;
+        Ok(LexicalIndex { index, reader, fields })
     }
 
     /// The generation of the manifest this index was last committed for.
@@ -120,14 +105,8 @@ impl LexicalIndex {
     pub fn writer(&self) -> Result<LexicalWriter, IndexError> {
         // One thread: indexing is I/O- and embedding-bound, and tantivy's minimum heap per thread
         // is what we pay in memory.
-        let writer = self
-            .index
-            .writer_with_num_threads(1, 32 * 1024 * 1024)
-            .map_err(tantivy_error)?;
-        Ok(LexicalWriter {
-            writer,
-            fields: self.fields,
-        })
+        let writer = self.index.writer_with_num_threads(1, 32 * 1024 * 1024).map_err(tantivy_error)?;
+        Ok(LexicalWriter { writer, fields: self.fields })
     }
 
     /// Picks up the latest commit.
@@ -148,43 +127,24 @@ impl LexicalIndex {
         }
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for term in &terms {
-            for (field, boost) in [
-                (self.fields.body, 1.0),
-                (self.fields.symbol, SYMBOL_BOOST),
-                (self.fields.path_text, PATH_BOOST),
-            ] {
-                let query = TermQuery::new(
-                    Term::from_field_text(field, term),
-                    IndexRecordOption::WithFreqs,
-                );
-                clauses.push((
-                    Occur::Should,
-                    Box::new(BoostQuery::new(Box::new(query), boost)),
-                ));
+            for (field, boost) in
+                [(self.fields.body, 1.0), (self.fields.symbol, SYMBOL_BOOST), (self.fields.path_text, PATH_BOOST)]
+            {
+                let query = TermQuery::new(Term::from_field_text(field, term), IndexRecordOption::WithFreqs);
+                clauses.push((Occur::Should, Box::new(BoostQuery::new(Box::new(query), boost))));
             }
         }
         let query = BooleanQuery::new(clauses);
         let searcher = self.reader.searcher();
-        let top = searcher
-            .search(&query, &TopDocs::with_limit(limit).order_by_score())
-            .map_err(tantivy_error)?;
+        let top = searcher.search(&query, &TopDocs::with_limit(limit).order_by_score()).map_err(tantivy_error)?;
         let mut hits = Vec::with_capacity(top.len());
         for (score, address) in top {
             let doc: TantivyDocument = searcher.doc(address).map_err(tantivy_error)?;
-            let path = doc
-                .get_first(self.fields.path)
-                .and_then(|v| v.as_str())
-                .unwrap_or_default();
-            let hash = doc
-                .get_first(self.fields.hash)
-                .and_then(|v| v.as_str())
-                .and_then(|h| u128::from_str_radix(h, 16).ok());
+            let path = doc.get_first(self.fields.path).and_then(|v| v.as_str()).unwrap_or_default();
+            let hash =
+                doc.get_first(self.fields.hash).and_then(|v| v.as_str()).and_then(|h| u128::from_str_radix(h, 16).ok());
             if let Some(hash) = hash {
-                hits.push(LexicalHit {
-                    path: path.to_string(),
-                    hash,
-                    score,
-                });
+                hits.push(LexicalHit { path: path.to_string(), hash, score });
             }
         }
         Ok(hits)
@@ -200,15 +160,11 @@ pub struct LexicalWriter {
 impl LexicalWriter {
     /// Removes every chunk of `path`.
     pub fn delete_file(&mut self, path: &str) {
-        self.writer
-            .delete_term(Term::from_field_text(self.fields.path, path));
+        self.writer.delete_term(Term::from_field_text(self.fields.path, path));
     }
 
     pub fn delete_all(&mut self) -> Result<(), IndexError> {
-        self.writer
-            .delete_all_documents()
-            .map(|_| ())
-            .map_err(tantivy_error)
+        self.writer.delete_all_documents().map(|_| ()).map_err(tantivy_error)
     }
 
     pub fn add(&mut self, doc: &LexicalDoc<'_>) -> Result<(), IndexError> {
@@ -218,10 +174,7 @@ impl LexicalWriter {
         document.add_text(self.fields.path_text, doc.path);
         document.add_text(self.fields.path, doc.path);
         document.add_text(self.fields.hash, format!("{:032x}", doc.hash));
-        self.writer
-            .add_document(document)
-            .map(|_| ())
-            .map_err(tantivy_error)
+        self.writer.add_document(document).map(|_| ()).map_err(tantivy_error)
     }
 
     /// Commits atomically, recording the manifest generation this commit belongs to.
@@ -321,8 +274,7 @@ fn split_identifier(word: &str) -> Vec<(usize, usize)> {
         let next = chars.get(n + 1).map(|&(_, c)| class(c));
         let boundary = match (prev, cls) {
             (Class::Lower, Class::Upper) => true,
-            (Class::Digit, Class::Upper | Class::Lower)
-            | (Class::Upper | Class::Lower, Class::Digit) => true,
+            (Class::Digit, Class::Upper | Class::Lower) | (Class::Upper | Class::Lower, Class::Digit) => true,
             // `HTTPRequest`: the last capital of a run starts the next word.
             (Class::Upper, Class::Upper) => next == Some(Class::Lower),
             _ => false,
@@ -391,19 +343,10 @@ mod tests {
 
     #[test]
     fn identifiers_are_kept_whole_and_split() {
-        assert_eq!(
-            words("parseHTTPRequest"),
-            ["parsehttprequest", "parse", "http", "request"]
-        );
-        assert_eq!(
-            words("read_file_v2"),
-            ["read_file_v2", "read", "file", "v", "2"]
-        );
+        assert_eq!(words("parseHTTPRequest"), ["parsehttprequest", "parse", "http", "request"]);
+        assert_eq!(words("read_file_v2"), ["read_file_v2", "read", "file", "v", "2"]);
         assert_eq!(words("Shard::open"), ["shard", "open"]);
-        assert_eq!(
-            words("XMLHttpRequest"),
-            ["xmlhttprequest", "xml", "http", "request"]
-        );
+        assert_eq!(words("XMLHttpRequest"), ["xmlhttprequest", "xml", "http", "request"]);
         assert_eq!(words("utf8"), ["utf8", "utf", "8"]);
         assert_eq!(words("größe Ärger"), ["größe", "ärger"]);
     }

@@ -118,13 +118,11 @@ impl MappedManifest {
         // checksum below then catches on the next open.
         #[allow(unsafe_code)]
         let map = unsafe { Mmap::map(&file) }.map_err(|e| IndexError::io(path, e))?;
-        let payload_len = validate(&map)
-            .map_err(|why| IndexError::Corrupt(format!("{}: {why}", path.display())))?;
+        let payload_len = validate(&map).map_err(|why| IndexError::Corrupt(format!("{}: {why}", path.display())))?;
         let manifest = MappedManifest { map, payload_len };
         // Structural validation once; `get` then only re-derives the root pointer.
-        rkyv::access::<ArchivedManifest, rancor::Error>(manifest.payload()).map_err(|e| {
-            IndexError::Corrupt(format!("{}: invalid manifest: {e}", path.display()))
-        })?;
+        rkyv::access::<ArchivedManifest, rancor::Error>(manifest.payload())
+            .map_err(|e| IndexError::Corrupt(format!("{}: invalid manifest: {e}", path.display())))?;
         Ok(manifest)
     }
 
@@ -159,9 +157,7 @@ fn validate(bytes: &[u8]) -> Result<usize, String> {
     let le_u64 = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or_default());
     let version = le_u32(&footer[4..8]);
     if version != FORMAT_VERSION {
-        return Err(format!(
-            "format version {version}, this raggrep reads {FORMAT_VERSION}"
-        ));
+        return Err(format!("format version {version}, this raggrep reads {FORMAT_VERSION}"));
     }
     let len = le_u64(&footer[8..16]) as usize;
     if len != bytes.len() - FOOTER_LEN {

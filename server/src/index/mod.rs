@@ -69,20 +69,12 @@ pub enum IndexError {
     #[error(
         "the index was built with model {index} ({index_dim}-d) but the embedder is {embedder} ({embedder_dim}-d); run `raggrep index` to rebuild"
     )]
-    ModelMismatch {
-        index: String,
-        index_dim: usize,
-        embedder: String,
-        embedder_dim: usize,
-    },
+    ModelMismatch { index: String, index_dim: usize, embedder: String, embedder_dim: usize },
 }
 
 impl IndexError {
     pub(crate) fn io(path: &Path, source: std::io::Error) -> IndexError {
-        IndexError::Io {
-            path: path.to_path_buf(),
-            source,
-        }
+        IndexError::Io { path: path.to_path_buf(), source }
     }
 }
 
@@ -137,12 +129,7 @@ impl ChunkRef<'_> {
         Some(if self.container.is_empty() {
             self.symbol.to_string()
         } else {
-            format!(
-                "{}{}{}",
-                self.container,
-                crate::chunk::path_separator(self.language),
-                self.symbol
-            )
+            format!("{}{}{}", self.container, crate::chunk::path_separator(self.language), self.symbol)
         })
     }
 }
@@ -185,8 +172,7 @@ pub struct Snapshot {
 impl Snapshot {
     /// Opens the current generation. Fails with [`IndexError::Missing`] if there is none.
     pub fn open(location: &IndexLocation) -> Result<Snapshot, IndexError> {
-        let name = read_current(&location.dir)?
-            .ok_or_else(|| IndexError::Missing(location.root.clone()))?;
+        let name = read_current(&location.dir)?.ok_or_else(|| IndexError::Missing(location.root.clone()))?;
         let manifest = MappedManifest::open(&location.dir.join(&name))?;
         let m = manifest.get();
         let dim = m.dim.to_native() as usize;
@@ -206,9 +192,7 @@ impl Snapshot {
             } else if (slot as usize) < slots {
                 counts[slot as usize + 1] += 1;
             } else {
-                return Err(IndexError::Corrupt(format!(
-                    "chunk refers to vector {slot} of {slots}"
-                )));
+                return Err(IndexError::Corrupt(format!("chunk refers to vector {slot} of {slots}")));
             }
         }
         for i in 1..counts.len() {
@@ -226,11 +210,7 @@ impl Snapshot {
             }
         }
         let ann = match m.ann.as_ref() {
-            Some(entry) => match Ann::load(
-                &location.dir,
-                entry.basename.as_str(),
-                entry.slots.to_native() as usize,
-            ) {
+            Some(entry) => match Ann::load(&location.dir, entry.basename.as_str(), entry.slots.to_native() as usize) {
                 Ok(ann) => Some(ann),
                 Err(err) => {
                     // Exact search still answers correctly; the next update rebuilds the graph.
@@ -308,17 +288,13 @@ impl Snapshot {
         };
         let file = &m.files[file_index];
         let first = file.first_chunk.to_native() as usize;
-        (first..first + file.chunk_count.to_native() as usize)
-            .filter_map(|i| self.chunk(i))
-            .collect()
+        (first..first + file.chunk_count.to_native() as usize).filter_map(|i| self.chunk(i)).collect()
     }
 
     /// The stored vector of a chunk, if embedded.
     pub fn chunk_vector(&self, index: usize) -> Option<Vector> {
         let slot = self.manifest.get().chunks.get(index)?.slot.to_native();
-        self.vectors
-            .get(slot as usize)
-            .map(|v| Vector::normalized(v.to_vec()))
+        self.vectors.get(slot as usize).map(|v| Vector::normalized(v.to_vec()))
     }
 
     /// Best chunks by cosine similarity to `query`, among chunks accepted by `accept`.
@@ -335,23 +311,19 @@ impl Snapshot {
             return Vec::new();
         }
         let members = |slot: usize| -> &[u32] {
-            &self.slot_members
-                [self.slot_offsets[slot] as usize..self.slot_offsets[slot + 1] as usize]
+            &self.slot_members[self.slot_offsets[slot] as usize..self.slot_offsets[slot + 1] as usize]
         };
         let slot_ok = |slot: usize| -> bool {
             let chunks = members(slot);
             match accept {
                 None => !chunks.is_empty(),
-                Some(accept) => chunks
-                    .iter()
-                    .any(|&c| self.chunk(c as usize).is_some_and(|c| accept(&c))),
+                Some(accept) => chunks.iter().any(|&c| self.chunk(c as usize).is_some_and(|c| accept(&c))),
             }
         };
         // Duplicate chunks share a slot, so ask for a few more slots than chunks wanted.
         let mut scored: Vec<(usize, f32)> = match (&self.ann, exact || accept.is_some()) {
             (Some(ann), false) => {
-                let mut found =
-                    ann.search(query.as_slice(), limit, ann::EF_SEARCH, &|s| slot_ok(s));
+                let mut found = ann.search(query.as_slice(), limit, ann::EF_SEARCH, &|s| slot_ok(s));
                 // Slots added since the graph was built are scanned exactly.
                 found.extend(self.scan(query, ann.slots()..self.vectors.len(), limit, &slot_ok));
                 found
@@ -412,11 +384,7 @@ impl Snapshot {
     }
 
     /// BM25 hits mapped to chunk indices. Empty when the lexical index is unavailable.
-    pub fn lexical_search(
-        &self,
-        query: &str,
-        limit: usize,
-    ) -> Result<Vec<(usize, f32)>, IndexError> {
+    pub fn lexical_search(&self, query: &str, limit: usize) -> Result<Vec<(usize, f32)>, IndexError> {
         let Some(lexical) = &self.lexical else {
             return Ok(Vec::new());
         };
@@ -424,9 +392,7 @@ impl Snapshot {
         let mut by_path: HashMap<&str, Vec<ChunkRef<'_>>> = HashMap::new();
         let mut out = Vec::with_capacity(hits.len());
         for hit in &hits {
-            let chunks = by_path
-                .entry(hit.path.as_str())
-                .or_insert_with(|| self.chunks_of(&hit.path));
+            let chunks = by_path.entry(hit.path.as_str()).or_insert_with(|| self.chunks_of(&hit.path));
             // A hit whose chunk is not in this manifest comes from a newer, unpublished commit:
             // skip it, the next snapshot will have it.
             if let Some(chunk) = chunks.iter().find(|c| c.hash == hit.hash) {
@@ -443,9 +409,7 @@ impl Snapshot {
     pub fn stats(&self) -> IndexStats {
         let m = self.manifest.get();
         let vectors = self.vectors.len();
-        let live = (0..vectors)
-            .filter(|&s| self.slot_offsets[s] != self.slot_offsets[s + 1])
-            .count();
+        let live = (0..vectors).filter(|&s| self.slot_offsets[s] != self.slot_offsets[s + 1]).count();
         let lexical_bytes = dir_size(&self.location.dir.join(LEXICAL_DIR));
         let ann_bytes: u64 = m
             .ann
@@ -453,19 +417,11 @@ impl Snapshot {
             .map(|a| {
                 ["hnsw.graph", "hnsw.data"]
                     .iter()
-                    .map(|ext| {
-                        file_size(
-                            &self
-                                .location
-                                .dir
-                                .join(format!("{}.{ext}", a.basename.as_str())),
-                        )
-                    })
+                    .map(|ext| file_size(&self.location.dir.join(format!("{}.{ext}", a.basename.as_str()))))
                     .sum()
             })
             .unwrap_or(0);
-        let bytes_on_disk =
-            self.manifest.size_on_disk() + self.vectors.size_on_disk() + lexical_bytes + ann_bytes;
+        let bytes_on_disk = self.manifest.size_on_disk() + self.vectors.size_on_disk() + lexical_bytes + ann_bytes;
         let ann_slots = self.ann.as_ref().map_or(0, |a| a.slots());
         // Resident when searching: mapped vectors and manifest, the graph (links + its own copy
         // of the vectors), the slot table, and tantivy's mapped segments.
@@ -511,13 +467,7 @@ impl Snapshot {
             .get()
             .files
             .iter()
-            .map(|f| {
-                (
-                    f.path.as_str().to_string(),
-                    Language::from_u8(f.language),
-                    f.chunk_count.to_native() as usize,
-                )
-            })
+            .map(|f| (f.path.as_str().to_string(), Language::from_u8(f.language), f.chunk_count.to_native() as usize))
             .collect()
     }
 }
@@ -528,10 +478,7 @@ fn read_current(dir: &Path) -> Result<Option<String>, IndexError> {
         Ok(name) => {
             let name = name.trim().to_string();
             if name.is_empty() || name.contains('/') || name.contains("..") {
-                return Err(IndexError::Corrupt(format!(
-                    "{}: bad content",
-                    path.display()
-                )));
+                return Err(IndexError::Corrupt(format!("{}: bad content", path.display())));
             }
             Ok(Some(name))
         }
@@ -546,11 +493,6 @@ fn file_size(path: &Path) -> u64 {
 
 fn dir_size(dir: &Path) -> u64 {
     std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .flatten()
-                .map(|e| e.metadata().map_or(0, |m| m.len()))
-                .sum()
-        })
+        .map(|entries| entries.flatten().map(|e| e.metadata().map_or(0, |m| m.len())).sum())
         .unwrap_or(0)
 }

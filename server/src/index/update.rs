@@ -19,8 +19,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use super::fsutil::{WriterLock, sync_dir, write_atomic};
 use super::lexical::{LexicalDoc, LexicalIndex};
 use super::manifest::{
-    self, AnnEntry, ChunkEntry, FileEntry, Manifest, MappedManifest, NO_SLOT, SkippedEntry,
-    join_hash, split_hash,
+    self, AnnEntry, ChunkEntry, FileEntry, Manifest, MappedManifest, NO_SLOT, SkippedEntry, join_hash, split_hash,
 };
 use super::vectors::{VectorAppender, VectorFile};
 use super::{ANN_MIN_SLOTS, Ann, CURRENT, IndexError, IndexLocation, LEXICAL_DIR, read_current};
@@ -114,15 +113,10 @@ pub fn update(
     let info = embedder.info().clone();
     let (previous, rebuilt) = load_previous(location, &info);
     if let Some(reason) = &rebuilt {
-        progress(Progress::Rebuilding {
-            reason: reason.clone(),
-        });
+        progress(Progress::Rebuilding { reason: reason.clone() });
     }
     let previous_names = previous.as_ref().map(|(_, name)| name.clone());
-    let mut stats = UpdateStats {
-        rebuilt,
-        ..UpdateStats::default()
-    };
+    let mut stats = UpdateStats { rebuilt, ..UpdateStats::default() };
 
     let lexical_dir = location.dir.join(LEXICAL_DIR);
     let lexical = match LexicalIndex::open_or_create(&lexical_dir) {
@@ -168,8 +162,7 @@ pub fn update(
         .skipped
         .iter()
         .map(|s| SkippedEntry {
-            path: walk::relative_path(&s.path, &location.root)
-                .unwrap_or_else(|| s.path.display().to_string()),
+            path: walk::relative_path(&s.path, &location.root).unwrap_or_else(|| s.path.display().to_string()),
             reason: s.reason.to_string(),
         })
         .collect();
@@ -178,46 +171,23 @@ pub fn update(
     let mut waiting: HashMap<u128, Vec<usize>> = HashMap::new();
 
     for walked in &report.files {
-        let prev_file = prev
-            .files
-            .binary_search_by(|f| f.path.as_str().cmp(&walked.rel_path))
-            .ok()
-            .map(|i| &prev.files[i]);
-        let mtime_ns = walked
-            .mtime
-            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_nanos() as u64);
-        let stat_unchanged = prev_file
-            .is_some_and(|f| f.mtime_ns == mtime_ns && f.size == walked.size && mtime_ns != 0);
+        let prev_file =
+            prev.files.binary_search_by(|f| f.path.as_str().cmp(&walked.rel_path)).ok().map(|i| &prev.files[i]);
+        let mtime_ns = walked.mtime.and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos() as u64);
+        let stat_unchanged =
+            prev_file.is_some_and(|f| f.mtime_ns == mtime_ns && f.size == walked.size && mtime_ns != 0);
         let file_index = files.len() as u32;
         if stat_unchanged && !lexical_rebuild {
             let prev_file = prev_file.expect("checked above");
-            reuse_file(
-                &prev,
-                prev_file,
-                file_index,
-                &mut files,
-                &mut chunks,
-                mtime_ns,
-                walked.size,
-            );
-            queue_unembedded(
-                location,
-                &mut files,
-                &mut chunks,
-                &mut pending,
-                &mut waiting,
-            );
+            reuse_file(&prev, prev_file, file_index, &mut files, &mut chunks, mtime_ns, walked.size);
+            queue_unembedded(location, &mut files, &mut chunks, &mut pending, &mut waiting);
             continue;
         }
         let source = match walk::read_source(&walked.abs_path, options.walk.max_file_size) {
             Ok(source) => source,
             Err(reason) => {
                 tracing::info!(path = %walked.rel_path, %reason, "skipped");
-                skipped.push(SkippedEntry {
-                    path: walked.rel_path.clone(),
-                    reason: reason.to_string(),
-                });
+                skipped.push(SkippedEntry { path: walked.rel_path.clone(), reason: reason.to_string() });
                 if prev_file.is_some() {
                     lex.delete_file(&walked.rel_path);
                 }
@@ -228,24 +198,9 @@ pub fn update(
             tracing::info!(path = %walked.rel_path, "not valid UTF-8; decoded lossily");
         }
         let hash = crate::content_hash(source.text.as_bytes());
-        if let Some(prev_file) = prev_file.filter(|f| join_hash(f.hash) == hash && !lexical_rebuild)
-        {
-            reuse_file(
-                &prev,
-                prev_file,
-                file_index,
-                &mut files,
-                &mut chunks,
-                mtime_ns,
-                walked.size,
-            );
-            queue_unembedded(
-                location,
-                &mut files,
-                &mut chunks,
-                &mut pending,
-                &mut waiting,
-            );
+        if let Some(prev_file) = prev_file.filter(|f| join_hash(f.hash) == hash && !lexical_rebuild) {
+            reuse_file(&prev, prev_file, file_index, &mut files, &mut chunks, mtime_ns, walked.size);
+            queue_unembedded(location, &mut files, &mut chunks, &mut pending, &mut waiting);
             continue;
         }
         stats.changed_files += 1;
@@ -292,8 +247,7 @@ pub fn update(
             chunk_count: file_chunks.len() as u32,
         });
     }
-    let walked_paths: std::collections::HashSet<&str> =
-        report.files.iter().map(|f| f.rel_path.as_str()).collect();
+    let walked_paths: std::collections::HashSet<&str> = report.files.iter().map(|f| f.rel_path.as_str()).collect();
     for old in &prev.files {
         if !walked_paths.contains(old.path.as_str()) {
             stats.removed_files += 1;
@@ -335,14 +289,10 @@ pub fn update(
     // Embed what the cache did not have.
     if !pending.is_empty() {
         let vectors_path = location.dir.join(&manifest.vectors_file);
-        let mut appender =
-            VectorAppender::open(&vectors_path, info.dim, manifest.vector_slots as usize)?;
+        let mut appender = VectorAppender::open(&vectors_path, info.dim, manifest.vector_slots as usize)?;
         let mut last_publish = Instant::now();
         let mut done = 0;
-        progress(Progress::Embedding {
-            done,
-            total: total_to_embed,
-        });
+        progress(Progress::Embedding { done, total: total_to_embed });
         for batch in pending.chunks(options.embed_batch.max(1)) {
             let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
             let vectors = embedder.embed_documents(&texts)?;
@@ -356,14 +306,8 @@ pub fn update(
                 }
             }
             manifest.vector_slots = appender.slots() as u64;
-            stats.embedded += batch
-                .iter()
-                .map(|(k, _)| waiting.get(k).map_or(0, Vec::len))
-                .sum::<usize>();
-            progress(Progress::Embedding {
-                done,
-                total: total_to_embed,
-            });
+            stats.embedded += batch.iter().map(|(k, _)| waiting.get(k).map_or(0, Vec::len)).sum::<usize>();
+            progress(Progress::Embedding { done, total: total_to_embed });
             if last_publish.elapsed() >= options.commit_interval {
                 appender.sync()?;
                 manifest.generation += 1;
@@ -402,12 +346,7 @@ fn reuse_file(
         entry.file = file_index;
         chunks.push(entry);
     }
-    files.push(FileEntry {
-        mtime_ns,
-        size,
-        first_chunk,
-        ..prev_file.clone()
-    });
+    files.push(FileEntry { mtime_ns, size, first_chunk, ..prev_file.clone() });
 }
 
 /// Queues the not-yet-embedded chunks of the file just reused (an earlier update was
@@ -478,10 +417,7 @@ fn chunk_from_entry(entry: &ChunkEntry, path: &str, language: Language) -> Chunk
 
 /// The previous manifest and its file name, or why it cannot be used (`None, None`: there is
 /// none yet).
-fn load_previous(
-    location: &IndexLocation,
-    info: &ModelInfo,
-) -> (Option<(Manifest, String)>, Option<String>) {
+fn load_previous(location: &IndexLocation, info: &ModelInfo) -> (Option<(Manifest, String)>, Option<String>) {
     let name = match read_current(&location.dir) {
         Ok(Some(name)) => name,
         Ok(None) => return (None, None),
@@ -492,10 +428,7 @@ fn load_previous(
         Err(err) => return (None, Some(format!("{err}; rebuilding the index"))),
     };
     let archived = mapped.get();
-    let (model, dim) = (
-        archived.model_id.as_str(),
-        archived.dim.to_native() as usize,
-    );
+    let (model, dim) = (archived.model_id.as_str(), archived.dim.to_native() as usize);
     if model != info.id || dim != info.dim {
         return (
             None,
@@ -508,10 +441,7 @@ fn load_previous(
     let manifest: Manifest = match rkyv::deserialize::<Manifest, rkyv::rancor::Error>(archived) {
         Ok(manifest) => manifest,
         Err(err) => {
-            return (
-                None,
-                Some(format!("index is damaged ({err}); rebuilding the index")),
-            );
+            return (None, Some(format!("index is damaged ({err}); rebuilding the index")));
         }
     };
     if manifest.vector_slots > 0 {
@@ -538,11 +468,7 @@ fn publish(dir: &Path, manifest: &Manifest) -> Result<(), IndexError> {
 
 /// Compacts the vector file when dead slots pile up, and (re)builds the HNSW graph when enough
 /// vectors are not in it.
-fn maintain_vectors(
-    dir: &Path,
-    manifest: &mut Manifest,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<(), IndexError> {
+fn maintain_vectors(dir: &Path, manifest: &mut Manifest, progress: &mut dyn FnMut(Progress)) -> Result<(), IndexError> {
     let dim = manifest.dim as usize;
     let slots = manifest.vector_slots as usize;
     let mut live = vec![false; slots];
@@ -606,15 +532,10 @@ fn maintain_vectors(
         let basename = ann.dump(dir, &format!("ann-{:08}", manifest.generation + 1))?;
         for ext in ["hnsw.graph", "hnsw.data"] {
             let path = dir.join(format!("{basename}.{ext}"));
-            fs::File::open(&path)
-                .and_then(|f| f.sync_all())
-                .map_err(|e| IndexError::io(&path, e))?;
+            fs::File::open(&path).and_then(|f| f.sync_all()).map_err(|e| IndexError::io(&path, e))?;
         }
         sync_dir(dir).map_err(|e| IndexError::io(dir, e))?;
-        manifest.ann = Some(AnnEntry {
-            basename,
-            slots: slots as u64,
-        });
+        manifest.ann = Some(AnnEntry { basename, slots: slots as u64 });
     }
     Ok(())
 }
@@ -622,10 +543,7 @@ fn maintain_vectors(
 /// Deletes files no longer referenced by the current or the previous generation (a reader may
 /// still be opening the previous one).
 fn collect_garbage(dir: &Path, current: &Manifest, previous_name: Option<&str>) {
-    let mut keep: Vec<String> = vec![
-        manifest_name(current.generation),
-        current.vectors_file.clone(),
-    ];
+    let mut keep: Vec<String> = vec![manifest_name(current.generation), current.vectors_file.clone()];
     if let Some(ann) = &current.ann {
         keep.push(ann.basename.clone());
     }
@@ -644,13 +562,9 @@ fn collect_garbage(dir: &Path, current: &Manifest, previous_name: Option<&str>) 
     };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let ours = name.starts_with("manifest-")
-            || name.starts_with("vectors-")
-            || name.starts_with("ann-");
+        let ours = name.starts_with("manifest-") || name.starts_with("vectors-") || name.starts_with("ann-");
         let stale_temp = name.starts_with('.') && name.contains(".tmp-");
-        let kept = keep
-            .iter()
-            .any(|k| name == *k || name.starts_with(&format!("{k}.hnsw.")));
+        let kept = keep.iter().any(|k| name == *k || name.starts_with(&format!("{k}.hnsw.")));
         if (ours && !kept) || stale_temp {
             let _ = fs::remove_file(entry.path());
         }
@@ -658,7 +572,5 @@ fn collect_garbage(dir: &Path, current: &Manifest, previous_name: Option<&str>) 
 }
 
 fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }

@@ -14,9 +14,7 @@ use super::IndexError;
 use crate::embed::Vector;
 
 #[cfg(not(target_endian = "little"))]
-compile_error!(
-    "raggrep's vector files are little-endian f32; big-endian targets are not supported"
-);
+compile_error!("raggrep's vector files are little-endian f32; big-endian targets are not supported");
 
 /// A read-only view of the first `slots` vectors of a vector file.
 pub struct VectorFile {
@@ -28,11 +26,7 @@ pub struct VectorFile {
 impl VectorFile {
     pub fn open(path: &Path, dim: usize, slots: usize) -> Result<VectorFile, IndexError> {
         if slots == 0 {
-            return Ok(VectorFile {
-                map: None,
-                dim,
-                slots,
-            });
+            return Ok(VectorFile { map: None, dim, slots });
         }
         let file = File::open(path).map_err(|e| IndexError::io(path, e))?;
         let needed = slots * dim * 4;
@@ -46,13 +40,8 @@ impl VectorFile {
         // SAFETY: the mapped prefix is never written again: appends go past it and compaction
         // writes a new file.
         #[allow(unsafe_code)]
-        let map = unsafe { MmapOptions::new().len(needed).map(&file) }
-            .map_err(|e| IndexError::io(path, e))?;
-        Ok(VectorFile {
-            map: Some(map),
-            dim,
-            slots,
-        })
+        let map = unsafe { MmapOptions::new().len(needed).map(&file) }.map_err(|e| IndexError::io(path, e))?;
+        Ok(VectorFile { map: Some(map), dim, slots })
     }
 
     pub fn len(&self) -> usize {
@@ -107,23 +96,12 @@ impl VectorAppender {
         let valid = (slots * dim * 4) as u64;
         let len = file.metadata().map_err(|e| IndexError::io(path, e))?.len();
         if len < valid {
-            return Err(IndexError::Corrupt(format!(
-                "{}: shorter than the manifest says",
-                path.display()
-            )));
+            return Err(IndexError::Corrupt(format!("{}: shorter than the manifest says", path.display())));
         }
         file.set_len(valid).map_err(|e| IndexError::io(path, e))?;
-        let mut appender = VectorAppender {
-            file,
-            path: path.to_path_buf(),
-            dim,
-            slots,
-        };
+        let mut appender = VectorAppender { file, path: path.to_path_buf(), dim, slots };
         use std::io::Seek;
-        appender
-            .file
-            .seek(std::io::SeekFrom::Start(valid))
-            .map_err(|e| IndexError::io(path, e))?;
+        appender.file.seek(std::io::SeekFrom::Start(valid)).map_err(|e| IndexError::io(path, e))?;
         Ok(appender)
     }
 
@@ -141,18 +119,14 @@ impl VectorAppender {
             }
             bytes.extend_from_slice(bytemuck::cast_slice(vector.as_slice()));
         }
-        self.file
-            .write_all(&bytes)
-            .map_err(|e| IndexError::io(&self.path, e))?;
+        self.file.write_all(&bytes).map_err(|e| IndexError::io(&self.path, e))?;
         self.slots += vectors.len();
         Ok(first)
     }
 
     /// Makes appended vectors durable (before a manifest that counts them is published).
     pub fn sync(&mut self) -> Result<(), IndexError> {
-        self.file
-            .sync_data()
-            .map_err(|e| IndexError::io(&self.path, e))
+        self.file.sync_data().map_err(|e| IndexError::io(&self.path, e))
     }
 
     pub fn slots(&self) -> usize {

@@ -50,10 +50,7 @@ pub enum Fusion {
 
 impl Default for Fusion {
     fn default() -> Self {
-        Fusion::Rrf {
-            k: 60.0,
-            dense_weight: 1.0,
-        }
+        Fusion::Rrf { k: 60.0, dense_weight: 1.0 }
     }
 }
 
@@ -141,11 +138,8 @@ pub fn search(
     let start = Instant::now();
     let needs_dense = query.mode != Mode::Lexical;
     let vector = if needs_dense && !query.text.trim().is_empty() {
-        let embedder = embedder.ok_or(SearchError::NoEmbedder(if query.mode == Mode::Dense {
-            "dense"
-        } else {
-            "hybrid"
-        }))?;
+        let embedder =
+            embedder.ok_or(SearchError::NoEmbedder(if query.mode == Mode::Dense { "dense" } else { "hybrid" }))?;
         Some(embedder.embed_query(&query.text)?)
     } else {
         None
@@ -165,10 +159,7 @@ pub fn search_with_vector(
     let glob: Option<GlobMatcher> = match &query.path_glob {
         Some(pattern) => Some(
             Glob::new(pattern)
-                .map_err(|e| SearchError::Glob {
-                    glob: pattern.clone(),
-                    message: e.to_string(),
-                })?
+                .map_err(|e| SearchError::Glob { glob: pattern.clone(), message: e.to_string() })?
                 .compile_matcher(),
         ),
         None => None,
@@ -212,9 +203,8 @@ pub fn search_with_vector(
             continue;
         };
         // Overlapping pieces of one unit (or a unit and its container) count once.
-        if hits.iter().any(|h| {
-            h.path == chunk.path && h.start_line <= chunk.end_line && chunk.start_line <= h.end_line
-        }) {
+        if hits.iter().any(|h| h.path == chunk.path && h.start_line <= chunk.end_line && chunk.start_line <= h.end_line)
+        {
             continue;
         }
         hits.push(Hit {
@@ -317,10 +307,7 @@ mod tests {
         // 1 is first in dense and third in lexical; 3 is third and first: a tie, broken by id.
         assert_eq!(fused[0].0, 1);
         assert_eq!(fused[1].0, 3);
-        assert!(
-            fused.iter().position(|x| x.0 == 2)
-                < fused.iter().position(|x| x.0 == 4).map(|p| p + 1)
-        );
+        assert!(fused.iter().position(|x| x.0 == 2) < fused.iter().position(|x| x.0 == 4).map(|p| p + 1));
     }
 
     #[test]

@@ -1,0 +1,416 @@
+//! The `raggrep` binary end to end, on the real model: index, query (all modes, filters, JSON
+//! and JSON Lines), status, incremental updates, crash safety and damaged indexes.
+
+#![allow(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/polyglot");
+
+struct Workspace {
+    dir: tempfile::TempDir,
+}
+
+impl Workspace {
+    /// A private copy of the polyglot fixture (the index is written inside the root).
+    fn polyglot() -> Workspace {
+        let dir = tempfile::tempdir().unwrap();
+        copy_dir(Path::new(FIXTURE), dir.path());
+        Workspace { dir }
+    }
+
+    fn empty() -> Workspace {
+        Workspace { dir: tempfile::tempdir().unwrap() }
+    }
+
+    fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn write(&self, rel: &str, text: &str) {
+        let path = self.root().join(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+
+    fn raggrep(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_raggrep"))
+            .args(args)
+            .current_dir(self.root())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    fn ok(&self, args: &[&str]) -> Output {
+        let out = self.raggrep(args);
+        assert!(
+            out.status.success(),
+            "raggrep {args:?} failed ({}):\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    fn index(&self) -> Value {
+        let out = self.ok(&["index", ".", "--json"]);
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    fn query(&self, args: &[&str]) -> Value {
+        let mut full = vec!["query", "--json"];
+        full.extend_from_slice(args);
+        let out = self.ok(&full);
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            fs::create_dir_all(&target).unwrap();
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+fn hits(results: &Value) -> Vec<(String, String)> {
+    results["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| (h["path"].as_str().unwrap().to_string(), h["symbol"].as_str().unwrap_or("").to_string()))
+        .collect()
+}
+
+fn has_hit(results: &Value, path: &str, symbol: &str) -> bool {
+    hits(results).iter().any(|(p, s)| p == path && s == symbol)
+}
+
+#[test]
+fn natural_language_queries_find_the_function_in_the_top_3() {
+    let ws = Workspace::polyglot();
+    ws.index();
+    let cases = [
+        ("check whether an API token is still valid", "src/auth.py", "validate_token"),
+        ("read the application settings from a JSON file", "web/config.ts", "loadConfig"),
+        ("compute a checksum of some bytes", "src/checksum.rs", "adler32"),
+        ("start the web server listening on a port", "svc/server.go", "Serve"),
+        ("multiply two matrices", "lib/matrix.c", "matmul"),
+        ("least recently used cache eviction", "lib/Cache.java", "Cache"),
+        ("how do I roll back a release", "docs/deploy.md", "Deployment > Rolling back a release"),
+    ];
+    for (query, path, symbol) in cases {
+        let results = ws.query(&["-k", "3", query]);
+        assert!(has_hit(&results, path, symbol), "{query:?}: expected {path} {symbol} in {:?}", hits(&results));
+    }
+}
+
+#[test]
+fn identifier_query_works_in_lexical_mode() {
+    let ws = Workspace::polyglot();
+    ws.index();
+    let results = ws.query(&["--mode", "lexical", "-k", "3", "parseHttpRequest"]);
+    assert_eq!(hits(&results)[0], ("web/config.ts".to_string(), "parseHttpRequest".to_string()));
+    // Sub-words of identifiers match too.
+    let results = ws.query(&["--mode", "lexical", "-k", "3", "http request parse"]);
+    assert_eq!(hits(&results)[0].1, "parseHttpRequest");
+}
+
+#[test]
+fn dense_finds_a_paraphrase_that_lexical_misses() {
+    let ws = Workspace::polyglot();
+    ws.index();
+    let query = "remove duplicate entries from list";
+    let dense = ws.query(&["--mode", "dense", "-k", "3", query]);
+    assert!(has_hit(&dense, "lib/unique.js", "dedupeItems"), "{:?}", hits(&dense));
+    let lexical = ws.query(&["--mode", "lexical", "-k", "10", query]);
+    assert!(!has_hit(&lexical, "lib/unique.js", "dedupeItems"), "{:?}", hits(&lexical));
+}
+
+#[test]
+fn json_contract_and_json_lines_from_stdin() {
+    let ws = Workspace::polyglot();
+    let results = ws.query(&["-k", "2", "validate token"]); // no index yet: built first
+    assert_eq!(results["query"], "validate token");
+    assert!(results["took_ms"].as_f64().unwrap() >= 0.0);
+    assert_eq!(results["partial"], false);
+    let first = &results["results"][0];
+    for field in ["path", "start_line", "end_line", "score", "symbol", "kind", "language", "snippet"] {
+        assert!(first.get(field).is_some(), "missing {field} in {first}");
+    }
+    assert_eq!(first["path"], "src/auth.py");
+    assert!(first["start_line"].as_u64().unwrap() >= 1);
+    assert!(first["end_line"].as_u64() >= first["start_line"].as_u64());
+    assert_eq!(first["language"], "python");
+    assert!(first["snippet"].as_str().unwrap().contains("def validate_token"));
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_raggrep"))
+        .args(["query", "-k", "1", "-"])
+        .current_dir(ws.root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        writeln!(stdin, "multiply two matrices\n\nload the configuration file").unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<Value> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["results"][0]["symbol"], "matmul");
+    assert_eq!(lines[1]["results"][0]["symbol"], "loadConfig");
+}
+
+#[test]
+fn filters_and_zero_results() {
+    let ws = Workspace::polyglot();
+    ws.index();
+    let go = ws.query(&["--lang", "go", "server"]);
+    assert!(!hits(&go).is_empty());
+    assert!(hits(&go).iter().all(|(p, _)| p.ends_with(".go")), "{:?}", hits(&go));
+    let lib = ws.query(&["--path", "lib/**", "cache"]);
+    assert!(!hits(&lib).is_empty());
+    assert!(hits(&lib).iter().all(|(p, _)| p.starts_with("lib/")), "{:?}", hits(&lib));
+    let none = ws.query(&["--min-score", "1000", "anything"]);
+    assert!(hits(&none).is_empty());
+    // Exact and graph searches agree on a small index.
+    let exact = ws.query(&["--mode", "dense", "--exact", "-k", "5", "token"]);
+    let approx = ws.query(&["--mode", "dense", "-k", "5", "token"]);
+    assert_eq!(hits(&exact), hits(&approx));
+    // Human output: path:start-end, score, symbol.
+    let out = ws.ok(&["query", "-k", "1", "multiply two matrices"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("lib/matrix.c:1-11  "), "{text}");
+    assert!(text.lines().next().unwrap().ends_with("matmul"), "{text}");
+}
+
+#[test]
+fn errors_exit_2_with_one_line() {
+    let ws = Workspace::polyglot();
+    for args in [
+        vec!["query", "--mode", "fuzzy", "x"],
+        vec!["query", "--root", "/no/such/dir", "x"],
+        vec!["status"],
+        vec!["query", "--lang", "cobol", "x"],
+    ] {
+        let out = ws.raggrep(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("raggrep: "), "{stderr}");
+    }
+}
+
+#[test]
+fn status_reports_the_index() {
+    let ws = Workspace::polyglot();
+    ws.index();
+    let out = ws.ok(&["status", "--json"]);
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(status["files"], 8);
+    assert_eq!(status["pending"], 0);
+    assert_eq!(status["embedded"], status["chunks"]);
+    assert_eq!(status["model"], "all-minilm-l6-v2-int8");
+    assert_eq!(status["dim"], 384);
+    assert!(status["bytes_on_disk"].as_u64().unwrap() > 0);
+    assert!(ws.root().join(".raggrep/.gitignore").is_file());
+    let text = String::from_utf8(ws.ok(&["status"]).stdout).unwrap();
+    assert!(text.contains("chunks:"), "{text}");
+    let inspect = String::from_utf8(ws.ok(&["inspect", "--chunks"]).stdout).unwrap();
+    assert!(inspect.contains("src/auth.py:19-25  function  validate_token"), "{inspect}");
+}
+
+#[test]
+fn incremental_updates_follow_edits_adds_renames_and_deletes() {
+    let ws = Workspace::polyglot();
+    let first = ws.index();
+    assert_eq!(first["changed_files"], 8);
+    let total_chunks = first["chunks"].as_u64().unwrap();
+    assert_eq!(first["embedded"].as_u64().unwrap(), total_chunks);
+
+    // Nothing changed: nothing embedded.
+    let again = ws.index();
+    assert_eq!(again["changed_files"], 0);
+    assert_eq!(again["embedded"], 0);
+
+    // Add a file: only its chunks are embedded, and it is found.
+    ws.write("src/mail.py", "def send_welcome_email(address):\n    \"\"\"Send a greeting message to a new user.\"\"\"\n    return smtp.send(address, 'Welcome!')\n");
+    let added = ws.index();
+    assert_eq!(added["changed_files"], 1);
+    assert_eq!(added["embedded"], 1);
+    let results = ws.query(&["-k", "3", "email a new user a greeting"]);
+    assert!(has_hit(&results, "src/mail.py", "send_welcome_email"), "{:?}", hits(&results));
+
+    // Edit one function: one file re-chunked, its changed chunk embedded.
+    let auth = fs::read_to_string(ws.root().join("src/auth.py")).unwrap();
+    let edited = auth.replace("return expires_at > time.time()", "return expires_at > time.time() + 5");
+    ws.write("src/auth.py", &edited);
+    let edit = ws.index();
+    assert_eq!(edit["changed_files"], 1);
+    assert_eq!(edit["embedded"], 1, "{edit}");
+
+    // Revert the edit: the old embedding is still cached.
+    ws.write("src/auth.py", &auth);
+    let revert = ws.index();
+    assert_eq!(revert["changed_files"], 1);
+    assert_eq!(revert["embedded"], 0, "{revert}");
+
+    // Rename: nothing re-embedded, results follow the new path.
+    fs::rename(ws.root().join("lib/matrix.c"), ws.root().join("lib/linear_algebra.c")).unwrap();
+    let renamed = ws.index();
+    assert_eq!(renamed["embedded"], 0, "{renamed}");
+    assert_eq!(renamed["removed_files"], 1);
+    let results = ws.query(&["-k", "3", "multiply two matrices"]);
+    assert!(has_hit(&results, "lib/linear_algebra.c", "matmul"), "{:?}", hits(&results));
+    assert!(!hits(&results).iter().any(|(p, _)| p == "lib/matrix.c"));
+
+    // Delete: gone from every mode.
+    fs::remove_file(ws.root().join("svc/server.go")).unwrap();
+    ws.index();
+    for mode in ["hybrid", "dense", "lexical"] {
+        let results = ws.query(&["--mode", mode, "-k", "20", "web server listening on a port Serve"]);
+        assert!(!hits(&results).iter().any(|(p, _)| p == "svc/server.go"), "{mode}: {:?}", hits(&results));
+    }
+}
+
+/// A tree big enough that indexing takes a few seconds.
+fn synthetic_tree(ws: &Workspace, files: usize) {
+    let verbs = ["parse", "render", "validate", "encode", "merge", "compress", "schedule", "index"];
+    let nouns = ["invoice", "token", "image", "packet", "ledger", "profile", "matrix", "session"];
+    for f in 0..files {
+        let mut text = String::new();
+        for g in 0..4 {
+            let verb = verbs[(f + g) % verbs.len()];
+            let noun = nouns[(f * 3 + g) % nouns.len()];
+            text.push_str(&format!(
+                "/// {verb} the {noun} number {f}-{g}.\npub fn {verb}_{noun}_{f}_{g}(input: &[u8]) -> usize {{\n    let mut total = {f};\n    for byte in input {{\n        total += (*byte as usize) * {g};\n    }}\n    total\n}}\n\n"
+            ));
+        }
+        ws.write(&format!("src/m{f:03}.rs"), &text);
+    }
+}
+
+#[test]
+fn killing_the_indexer_at_random_points_never_breaks_the_index() {
+    let ws = Workspace::empty();
+    synthetic_tree(&ws, 150);
+    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos() as u64;
+    let mut state = seed | 1;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for round in 0..6 {
+        // Vary the tree a little so every round has work to do.
+        ws.write(&format!("src/extra{round}.rs"), &format!("pub fn extra_{round}() -> u32 {{ {round} }}\n"));
+        let delay = Duration::from_millis(200 + next() % 3000);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_raggrep"))
+            .args(["index", ".", "--commit-every", "0.2"])
+            .current_dir(ws.root())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while started.elapsed() < delay {
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        // Whatever state the kill left, the index opens and answers (or is built first).
+        let out = ws.raggrep(&["query", "--mode", "lexical", "--json", "validate token"]);
+        assert!(
+            out.status.success(),
+            "round {round} (seed {seed}, kill after {delay:?}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let status = ws.raggrep(&["status", "--json"]);
+        assert!(status.status.success(), "round {round} (seed {seed}): {}", String::from_utf8_lossy(&status.stderr));
+    }
+    // A full run afterwards completes the interrupted work.
+    let done = ws.index();
+    assert_eq!(done["files"], 156);
+    let status: Value = serde_json::from_slice(&ws.ok(&["status", "--json"]).stdout).unwrap();
+    assert_eq!(status["pending"], 0);
+    assert_eq!(status["chunks"], status["embedded"]);
+    let results = ws.query(&["--mode", "dense", "-k", "1", "validate the ledger number 12-1"]);
+    assert_eq!(results["results"].as_array().unwrap().len(), 1);
+}
+
+fn index_files(root: &Path, prefix: &str) -> Vec<PathBuf> {
+    fs::read_dir(root.join(".raggrep"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+        .collect()
+}
+
+#[test]
+fn damaged_index_files_are_rebuilt_not_fatal() {
+    type Damage = fn(&Path);
+    let damages: [(&str, Damage); 5] = [
+        ("truncated manifest", |root| {
+            for path in index_files(root, "manifest-") {
+                let bytes = fs::read(&path).unwrap();
+                fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+            }
+        }),
+        ("flipped manifest byte", |root| {
+            for path in index_files(root, "manifest-") {
+                let mut bytes = fs::read(&path).unwrap();
+                bytes[10] ^= 0xff;
+                fs::write(&path, bytes).unwrap();
+            }
+        }),
+        ("garbage CURRENT", |root| fs::write(root.join(".raggrep/CURRENT"), "../../etc/passwd").unwrap()),
+        ("truncated vectors", |root| {
+            for path in index_files(root, "vectors-") {
+                fs::write(&path, b"short").unwrap();
+            }
+        }),
+        ("lexical index destroyed", |root| {
+            let dir = root.join(".raggrep/lexical");
+            for entry in fs::read_dir(&dir).unwrap().flatten() {
+                fs::write(entry.path(), b"not tantivy").unwrap();
+            }
+        }),
+    ];
+    for (name, damage) in damages {
+        let ws = Workspace::polyglot();
+        ws.index();
+        damage(ws.root());
+        let out = ws.raggrep(&["query", "--json", "-k", "3", "check whether an API token is still valid"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{name}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{name}: {stderr}");
+        let results: Value = serde_json::from_slice(&out.stdout).unwrap();
+        // The lexical index alone may be missing until the next update; the answer still comes.
+        assert!(has_hit(&results, "src/auth.py", "validate_token"), "{name}: {:?}", hits(&results));
+        // And the next update repairs everything.
+        ws.index();
+        let lexical = ws.query(&["--mode", "lexical", "-k", "1", "validate_token"]);
+        assert_eq!(hits(&lexical)[0].1, "validate_token", "{name}");
+    }
+}
