@@ -14,8 +14,10 @@ pub mod cli;
 pub mod embed;
 pub mod index;
 pub mod lang;
+pub mod lsp;
 pub mod search;
 pub mod walk;
+pub mod workspace;
 
 /// Content hash used for files and chunks: xxh3-128, stable across runs and platforms.
 pub fn content_hash(bytes: &[u8]) -> u128 {

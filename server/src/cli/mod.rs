@@ -11,6 +11,8 @@ use clap::{Parser, Subcommand};
 mod output;
 mod progress;
 
+pub use progress::human_duration;
+
 use crate::chunk::{ChunkConfig, chunk_file};
 use crate::embed::{Assets, EmbedOptions, Embedder, OnnxEmbedder};
 use crate::index::{self, IndexLocation, IndexOptions, Snapshot, UpdateStats};
@@ -98,6 +100,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run the language server on stdin/stdout.
+    Lsp,
     /// Print the chunks of one file (debugging the chunker).
     Chunk {
         file: PathBuf,
@@ -210,6 +214,10 @@ fn dispatch(cli: Cli) -> Result<()> {
             let location = IndexLocation::new(&location.root, location.index_dir.as_deref())?;
             cmd_inspect(&location, chunks, skipped, json)
         }
+        Command::Lsp => match crate::lsp::run() {
+            0 => Ok(()),
+            _ => Err(anyhow::anyhow!("the language server failed to start (see the log above)")),
+        },
         Command::Chunk { file, json } => cmd_chunk(&file, json),
         Command::Embed { text, document } => {
             let embedder = load_embedder(model, ort)?;

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use hnsw_rs::api::AnnT;
 use hnsw_rs::hnswio::HnswIo;
-use hnsw_rs::prelude::{DistDot, Hnsw};
+use hnsw_rs::prelude::{Distance, Hnsw};
 
 use super::IndexError;
 use super::vectors::VectorFile;
@@ -21,8 +21,21 @@ const EF_CONSTRUCTION: usize = 200;
 const MAX_LAYERS: usize = 16;
 pub const EF_SEARCH: usize = 96;
 
+/// Cosine distance between unit vectors, `1 − a·b`, clamped at 0.
+///
+/// anndists' `DistDot` asserts `1 − a·b ≥ 0`, which rounding breaks for near-duplicate vectors
+/// (a real 11k-chunk tree hit it); this one clamps instead.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct UnitCosine;
+
+impl Distance<f32> for UnitCosine {
+    fn eval(&self, a: &[f32], b: &[f32]) -> f32 {
+        (1.0 - crate::embed::dot(a, b)).max(0.0)
+    }
+}
+
 pub struct Ann {
-    hnsw: Hnsw<'static, f32, DistDot>,
+    hnsw: Hnsw<'static, f32, UnitCosine>,
     slots: usize,
 }
 
@@ -31,7 +44,7 @@ impl Ann {
     pub fn build(vectors: &VectorFile, live: &dyn Fn(usize) -> bool) -> Ann {
         let ids: Vec<usize> = (0..vectors.len()).filter(|&s| live(s)).collect();
         let hnsw =
-            Hnsw::<f32, DistDot>::new(MAX_CONNECTIONS, ids.len().max(1), MAX_LAYERS, EF_CONSTRUCTION, DistDot {});
+            Hnsw::<f32, UnitCosine>::new(MAX_CONNECTIONS, ids.len().max(1), MAX_LAYERS, EF_CONSTRUCTION, UnitCosine);
         let data: Vec<(&[f32], usize)> = ids.iter().filter_map(|&slot| vectors.get(slot).map(|v| (v, slot))).collect();
         hnsw.parallel_insert_slice(&data);
         let mut hnsw = hnsw;
@@ -64,7 +77,7 @@ impl Ann {
             // options (the data is copied into the graph), so leaking it costs a few bytes per
             // load and gives a graph we can own.
             let io: &'static mut HnswIo = Box::leak(Box::new(HnswIo::new(&dir, &basename)));
-            io.load_hnsw::<f32, DistDot>().map_err(|e| e.to_string())
+            io.load_hnsw::<f32, UnitCosine>().map_err(|e| e.to_string())
         });
         match loaded {
             Ok(Ok(mut hnsw)) => {

@@ -37,6 +37,15 @@ pub struct IndexOptions {
     pub embed_batch: usize,
     /// While embedding, publish at least this often so readers see progress.
     pub commit_interval: Duration,
+    /// Editor buffers that differ from the disk, by root-relative path: indexed instead of the
+    /// file's content.
+    pub overlays: HashMap<String, String>,
+    /// Stop adding chunks past this many (the memory budget); the files left out are listed as
+    /// skipped with the reason.
+    pub max_chunks: Option<usize>,
+    /// When set, embedding stops at the next batch; what is done is published (the rest stays
+    /// pending for the next update).
+    pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Default for IndexOptions {
@@ -46,6 +55,9 @@ impl Default for IndexOptions {
             chunk: ChunkConfig::default(),
             embed_batch: 32,
             commit_interval: Duration::from_secs(10),
+            overlays: HashMap::new(),
+            max_chunks: None,
+            cancel: None,
         }
     }
 }
@@ -174,16 +186,34 @@ pub fn update(
         let prev_file =
             prev.files.binary_search_by(|f| f.path.as_str().cmp(&walked.rel_path)).ok().map(|i| &prev.files[i]);
         let mtime_ns = walked.mtime.and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos() as u64);
+        let overlay = options.overlays.get(&walked.rel_path);
+        // Content from an editor buffer has no mtime of its own: recorded as 0, it is compared
+        // by hash next time.
+        let mtime_ns = if overlay.is_some() { 0 } else { mtime_ns };
         let stat_unchanged =
             prev_file.is_some_and(|f| f.mtime_ns == mtime_ns && f.size == walked.size && mtime_ns != 0);
         let file_index = files.len() as u32;
+        if options.max_chunks.is_some_and(|max| chunks.len() >= max) {
+            skipped.push(SkippedEntry {
+                path: walked.rel_path.clone(),
+                reason: "memory budget reached: not indexed".into(),
+            });
+            if prev_file.is_some() && !lexical_rebuild {
+                lex.delete_file(&walked.rel_path);
+            }
+            continue;
+        }
         if stat_unchanged && !lexical_rebuild {
             let prev_file = prev_file.expect("checked above");
             reuse_file(&prev, prev_file, file_index, &mut files, &mut chunks, mtime_ns, walked.size);
             queue_unembedded(location, &mut files, &mut chunks, &mut pending, &mut waiting);
             continue;
         }
-        let source = match walk::read_source(&walked.abs_path, options.walk.max_file_size) {
+        let read = match overlay {
+            Some(text) => walk::classify_bytes(text.clone().into_bytes()),
+            None => walk::read_source(&walked.abs_path, options.walk.max_file_size),
+        };
+        let source = match read {
             Ok(source) => source,
             Err(reason) => {
                 tracing::info!(path = %walked.rel_path, %reason, "skipped");
@@ -294,6 +324,9 @@ pub fn update(
         let mut done = 0;
         progress(Progress::Embedding { done, total: total_to_embed });
         for batch in pending.chunks(options.embed_batch.max(1)) {
+            if options.cancel.as_ref().is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed)) {
+                break;
+            }
             let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
             let vectors = embedder.embed_documents(&texts)?;
             let first = appender.append(&vectors)?;
@@ -528,7 +561,15 @@ fn maintain_vectors(dir: &Path, manifest: &mut Manifest, progress: &mut dyn FnMu
     if stale {
         progress(Progress::BuildingAnn { vectors: slots });
         let vectors = VectorFile::open(&dir.join(&manifest.vectors_file), dim, slots)?;
-        let ann = Ann::build(&vectors, &|s| live.get(s).copied().unwrap_or(false));
+        let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            Ann::build(&vectors, &|s| live.get(s).copied().unwrap_or(false))
+        }));
+        let Ok(ann) = built else {
+            // Exact search still answers; the graph is retried at the next update.
+            tracing::error!("building the HNSW graph failed; searching exactly for now");
+            manifest.ann = None;
+            return Ok(());
+        };
         let basename = ann.dump(dir, &format!("ann-{:08}", manifest.generation + 1))?;
         for ext in ["hnsw.graph", "hnsw.data"] {
             let path = dir.join(format!("{basename}.{ext}"));

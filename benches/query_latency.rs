@@ -1,0 +1,125 @@
+//! Query latency per mode and HNSW recall@10 against the exact scan, on an existing index.
+//!
+//! `cargo bench --bench query_latency -- ROOT [--rounds N]`
+//!
+//! Queries are natural-language questions plus symbol names taken from the index itself. The
+//! time includes embedding the query (dense, hybrid) and building snippets, i.e. what a user
+//! waits for after the model is loaded. Warm start = opening the snapshot (manifest map, slot
+//! table, HNSW load, tantivy open) until the first answer.
+
+#![allow(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)]
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use raggrep::embed::{Assets, EmbedOptions, Embedder, OnnxEmbedder};
+use raggrep::index::{IndexLocation, Snapshot};
+use raggrep::search::{Mode, Query, search};
+
+const QUESTIONS: &[&str] = &[
+    "where is the index written to disk",
+    "parse the query string into terms",
+    "merge segments in the background",
+    "how are deleted documents handled",
+    "compute the score of a document",
+    "open a file with memory mapping",
+    "serialize a value to bytes",
+    "iterate over the postings of a term",
+    "check that a checksum matches",
+    "tokenize text into words",
+    "handle an error when reading a file",
+    "sort results by score and keep the top ones",
+    "lock a directory so only one writer runs",
+    "compress a block of integers",
+    "read configuration options",
+    "build a finite state transducer",
+];
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let at = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[at]
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    let mut root = PathBuf::from(".");
+    let mut rounds = 3usize;
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--rounds" => rounds = it.next().and_then(|v| v.parse().ok()).unwrap_or(rounds),
+            other => root = PathBuf::from(other),
+        }
+    }
+    let location = IndexLocation::new(&root, None).unwrap();
+    let embedder = OnnxEmbedder::load(Assets::locate(None, None).unwrap(), EmbedOptions::default()).unwrap();
+    let _ = embedder.embed_query("warm up").unwrap();
+
+    let started = Instant::now();
+    let snapshot = Snapshot::open(&location).unwrap();
+    let first = search(&snapshot, Some(&embedder), &Query::new(QUESTIONS[0])).unwrap();
+    let warm_start_ms = started.elapsed().as_secs_f64() * 1000.0;
+    assert!(!first.results.is_empty());
+    let stats = snapshot.stats();
+    eprintln!(
+        "index: {} files, {} chunks, {} vectors ({} in HNSW), {:.1} MB on disk; warm start to first answer {:.0} ms",
+        stats.files,
+        stats.chunks,
+        stats.vectors,
+        stats.ann_slots,
+        stats.bytes_on_disk as f64 / 1e6,
+        warm_start_ms
+    );
+
+    let mut queries: Vec<String> = QUESTIONS.iter().map(|q| q.to_string()).collect();
+    let step = (snapshot.chunk_count() / 16).max(1);
+    for i in (0..snapshot.chunk_count()).step_by(step).take(16) {
+        if let Some(symbol) = snapshot.chunk(i).and_then(|c| c.symbol_path()) {
+            queries.push(symbol);
+        }
+    }
+
+    println!("| mode | queries | p50 ms | p95 ms |");
+    println!("|---|---:|---:|---:|");
+    for mode in [Mode::Hybrid, Mode::Dense, Mode::Lexical] {
+        let mut times = Vec::new();
+        for _ in 0..rounds {
+            for q in &queries {
+                let query = Query { mode, ..Query::new(q.clone()) };
+                let t = Instant::now();
+                let _ = search(&snapshot, Some(&embedder), &query).unwrap();
+                times.push(t.elapsed().as_secs_f64() * 1000.0);
+            }
+        }
+        times.sort_by(f64::total_cmp);
+        println!("| {mode:?} | {} | {:.2} | {:.2} |", times.len(), percentile(&times, 0.5), percentile(&times, 0.95));
+    }
+
+    // Recall@10 of the graph against the exact scan, and the dense search alone (no embedding).
+    let mut recall_sum = 0.0;
+    let mut graph_ms = Vec::new();
+    let mut exact_ms = Vec::new();
+    for q in &queries {
+        let vector = embedder.embed_query(q).unwrap();
+        let t = Instant::now();
+        let approx = snapshot.dense_search(&vector, 10, None, false);
+        graph_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        let t = Instant::now();
+        let exact = snapshot.dense_search(&vector, 10, None, true);
+        exact_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        let found = exact.iter().filter(|(c, _)| approx.iter().any(|(a, _)| a == c)).count();
+        recall_sum += found as f64 / exact.len().max(1) as f64;
+    }
+    graph_ms.sort_by(f64::total_cmp);
+    exact_ms.sort_by(f64::total_cmp);
+    println!();
+    println!("| vector search | p50 ms | p95 ms |");
+    println!("|---|---:|---:|");
+    println!("| graph (HNSW + exact tail) | {:.3} | {:.3} |", percentile(&graph_ms, 0.5), percentile(&graph_ms, 0.95));
+    println!("| exact scan | {:.3} | {:.3} |", percentile(&exact_ms, 0.5), percentile(&exact_ms, 0.95));
+    println!();
+    println!("HNSW recall@10 vs exact: {:.3} over {} queries", recall_sum / queries.len() as f64, queries.len());
+}

@@ -1,0 +1,67 @@
+//! Engine → LSP conversions. Lines are 1-based inclusive in the engine, 0-based in LSP; a hit
+//! spans whole lines, so its range ends at the start of the line after it (no UTF-16 column
+//! arithmetic needed).
+
+use std::path::Path;
+
+use tower_lsp_server::ls_types::{Location, Position, Range, SymbolInformation, SymbolKind, Uri};
+
+use crate::chunk::ChunkKind;
+use crate::workspace::RootHit;
+
+pub fn uri(path: &Path) -> Option<Uri> {
+    Uri::from_file_path(path)
+}
+
+pub fn line_range(start_line: u32, end_line: u32) -> Range {
+    Range::new(Position::new(start_line.saturating_sub(1), 0), Position::new(end_line, 0))
+}
+
+pub fn symbol_kind(kind: ChunkKind) -> SymbolKind {
+    match kind {
+        ChunkKind::Function => SymbolKind::FUNCTION,
+        ChunkKind::Method => SymbolKind::METHOD,
+        ChunkKind::Class | ChunkKind::Impl => SymbolKind::CLASS,
+        ChunkKind::Struct => SymbolKind::STRUCT,
+        ChunkKind::Enum => SymbolKind::ENUM,
+        ChunkKind::Interface | ChunkKind::Trait => SymbolKind::INTERFACE,
+        ChunkKind::Module => SymbolKind::MODULE,
+        ChunkKind::Type => SymbolKind::TYPE_PARAMETER,
+        ChunkKind::Macro => SymbolKind::FUNCTION,
+        ChunkKind::Code | ChunkKind::Text => SymbolKind::FILE,
+        ChunkKind::Section => SymbolKind::STRING,
+    }
+}
+
+/// A hit as a workspace symbol: named by its symbol or, for anonymous chunks, its first line.
+pub fn symbol_information(hit: &RootHit) -> Option<SymbolInformation> {
+    let uri = uri(&hit.root.join(&hit.hit.path))?;
+    let name = match &hit.hit.symbol {
+        Some(symbol) => symbol.clone(),
+        None => {
+            hit.hit.snippet.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("…").chars().take(80).collect()
+        }
+    };
+    #[allow(deprecated)]
+    Some(SymbolInformation {
+        name,
+        kind: symbol_kind(hit.hit.kind),
+        tags: None,
+        deprecated: None,
+        location: Location::new(uri, line_range(hit.hit.start_line, hit.hit.end_line)),
+        container_name: Some(hit.hit.path.clone()),
+    })
+}
+
+/// A hit as JSON for the custom commands: the CLI's hit object plus `uri` and `range`.
+pub fn hit_json(hit: &RootHit) -> serde_json::Value {
+    let mut value = serde_json::to_value(&hit.hit).unwrap_or_default();
+    if let Some(object) = value.as_object_mut() {
+        if let Some(uri) = uri(&hit.root.join(&hit.hit.path)) {
+            object.insert("uri".into(), serde_json::json!(uri));
+        }
+        object.insert("range".into(), serde_json::json!(line_range(hit.hit.start_line, hit.hit.end_line)));
+        object.insert("root".into(), serde_json::json!(hit.root.display().to_string()));
+    }
+    value
+}

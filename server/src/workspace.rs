@@ -1,0 +1,650 @@
+//! A live workspace: several roots, each with its index kept fresh by a background worker,
+//! plus editor buffers that differ from the disk. This is the engine API the long-running front
+//! doors (the language server, the MCP server) share; it knows nothing of their protocols.
+//!
+//! Reads never wait for indexing: a query uses each root's latest published snapshot (an
+//! `Arc`, swapped after every update). Updates run one at a time on a dedicated thread, so the
+//! CPU-heavy work (tree-sitter, ONNX, HNSW) never runs on an async executor.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::chunk::estimate_tokens;
+use crate::embed::{Embedder, Vector};
+use crate::index::{self, IndexError, IndexLocation, IndexOptions, IndexStats, Progress, Snapshot, UpdateStats};
+use crate::search::{self, Hit, Mode, Query, SearchError};
+use crate::walk::WalkOptions;
+
+/// Bytes of memory one indexed chunk costs when searching (vector, graph links and the graph's
+/// copy of the vector, manifest entry, lexical postings), for the memory budget.
+const BYTES_PER_CHUNK: u64 = 384 * 4 * 2 + 24 * 2 * 8 + 400;
+
+/// User settings of a workspace (the language server's settings map onto these).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Settings {
+    pub enabled: bool,
+    pub include: Vec<String>,
+    pub exclude: Vec<String>,
+    pub max_file_size: u64,
+    /// Memory budget for the indexes, in MB: warn at 80 %, stop adding at 95 %.
+    pub memory_budget_mb: u64,
+    pub model_dir: Option<String>,
+    pub default_k: usize,
+    pub log_level: String,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            enabled: true,
+            include: Vec::new(),
+            exclude: Vec::new(),
+            max_file_size: WalkOptions::default().max_file_size,
+            memory_budget_mb: 500,
+            model_dir: None,
+            default_k: 10,
+            log_level: "info".into(),
+        }
+    }
+}
+
+impl Settings {
+    fn index_options(&self) -> IndexOptions {
+        let budget_chunks = (self.memory_budget_mb * 1_000_000 * 95 / 100) / BYTES_PER_CHUNK;
+        IndexOptions {
+            walk: WalkOptions {
+                max_file_size: self.max_file_size,
+                exclude: self.exclude.clone(),
+                include: self.include.clone(),
+                ..WalkOptions::default()
+            },
+            max_chunks: Some(budget_chunks as usize),
+            ..IndexOptions::default()
+        }
+    }
+}
+
+/// Per-project settings persisted in `.raggrep/config.toml`: the user's answer to "index this
+/// workspace?" and the on/off toggle.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProjectConfig {
+    pub enabled: Option<bool>,
+}
+
+impl ProjectConfig {
+    pub fn load(location: &IndexLocation) -> ProjectConfig {
+        std::fs::read_to_string(location.dir.join("config.toml"))
+            .ok()
+            .and_then(|text| toml::from_str(&text).ok())
+            .unwrap_or_default()
+    }
+
+    pub fn save(&self, location: &IndexLocation) -> Result<(), IndexError> {
+        std::fs::create_dir_all(&location.dir).map_err(|e| IndexError::io(&location.dir, e))?;
+        let ignore = location.dir.join(".gitignore");
+        if !ignore.exists() {
+            index::write_atomic(&ignore, b"# raggrep's index: never commit it.\n*\n")
+                .map_err(|e| IndexError::io(&ignore, e))?;
+        }
+        let text = toml::to_string(self).map_err(|e| IndexError::Corrupt(e.to_string()))?;
+        let path = location.dir.join("config.toml");
+        index::write_atomic(&path, text.as_bytes()).map_err(|e| IndexError::io(&path, e))
+    }
+}
+
+/// Files whose presence says "this directory is a project".
+const PROJECT_MARKERS: &[&str] = &[
+    ".git",
+    ".hg",
+    ".svn",
+    "Cargo.toml",
+    "package.json",
+    "pyproject.toml",
+    "setup.py",
+    "go.mod",
+    "pom.xml",
+    "build.gradle",
+    "build.gradle.kts",
+    "CMakeLists.txt",
+    "Makefile",
+    "meson.build",
+    "Gemfile",
+    "composer.json",
+    "deno.json",
+    "tsconfig.json",
+    ".raggrep",
+];
+
+/// Whether `root` is clearly a project (a VCS or build marker at its top).
+pub fn looks_like_project(root: &Path) -> bool {
+    PROJECT_MARKERS.iter().any(|m| root.join(m).exists())
+}
+
+/// Memory use against the budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MemoryLevel {
+    Ok,
+    Warning,
+    Full,
+}
+
+/// What the workspace tells its front door.
+pub trait Events: Send + Sync + 'static {
+    fn progress(&self, root: &Path, progress: &Progress);
+    fn updated(&self, root: &Path, stats: &UpdateStats);
+    fn failed(&self, root: &Path, message: &str);
+    fn memory(&self, level: MemoryLevel, used_mb: u64, budget_mb: u64);
+}
+
+/// The status of one root, for `raggrep.status`.
+#[derive(Debug, Clone, Serialize)]
+pub struct RootStatus {
+    #[serde(flatten)]
+    pub index: Option<IndexStats>,
+    pub root: String,
+    pub enabled: bool,
+    pub indexing: bool,
+    pub partial: bool,
+    pub last_error: Option<String>,
+    pub memory_level: MemoryLevel,
+    /// Why indexing is off or limited, in words.
+    pub reason: Option<String>,
+}
+
+/// A hit with the root it comes from.
+#[derive(Debug, Clone, Serialize)]
+pub struct RootHit {
+    #[serde(skip)]
+    pub root: PathBuf,
+    #[serde(flatten)]
+    pub hit: Hit,
+}
+
+/// Prompt-ready context for a question.
+#[derive(Debug, Clone, Serialize)]
+pub struct Context {
+    pub text: String,
+    pub tokens: usize,
+    pub sources: Vec<String>,
+}
+
+struct Root {
+    location: IndexLocation,
+    snapshot: RwLock<Option<Arc<Snapshot>>>,
+    state: Mutex<RootState>,
+}
+
+#[derive(Default)]
+struct RootState {
+    enabled: bool,
+    indexing: bool,
+    last_error: Option<String>,
+    reason: Option<String>,
+}
+
+enum Job {
+    Update(PathBuf),
+    Shutdown,
+}
+
+/// A live multi-root workspace.
+pub struct Workspace {
+    embedder: Arc<dyn Embedder>,
+    events: Arc<dyn Events>,
+    roots: RwLock<Vec<Arc<Root>>>,
+    settings: RwLock<Settings>,
+    /// Editor buffers by absolute path.
+    overlays: Mutex<HashMap<PathBuf, String>>,
+    jobs: Mutex<Sender<Job>>,
+    worker: Mutex<Option<std::thread::JoinHandle<()>>>,
+    memory_level: Mutex<MemoryLevel>,
+    /// Set on shutdown: a running update publishes what it has and stops.
+    cancel: Arc<AtomicBool>,
+}
+
+impl Workspace {
+    pub fn new(embedder: Arc<dyn Embedder>, settings: Settings, events: Arc<dyn Events>) -> Arc<Workspace> {
+        let (tx, rx) = mpsc::channel();
+        let workspace = Arc::new(Workspace {
+            embedder,
+            events,
+            roots: RwLock::new(Vec::new()),
+            settings: RwLock::new(settings),
+            overlays: Mutex::new(HashMap::new()),
+            jobs: Mutex::new(tx),
+            worker: Mutex::new(None),
+            memory_level: Mutex::new(MemoryLevel::Ok),
+            cancel: Arc::new(AtomicBool::new(false)),
+        });
+        let weak = Arc::downgrade(&workspace);
+        let handle = std::thread::Builder::new().name("raggrep-indexer".into()).spawn(move || worker(weak, rx)).ok();
+        if let Ok(mut slot) = workspace.worker.lock() {
+            *slot = handle;
+        }
+        workspace
+    }
+
+    pub fn settings(&self) -> Settings {
+        self.settings.read().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    pub fn set_settings(&self, settings: Settings) {
+        if let Ok(mut current) = self.settings.write() {
+            *current = settings;
+        }
+    }
+
+    /// Adds a root: opens its existing index at once (memory-mapped) and, if `index` is true,
+    /// queues a background update to reconcile it with the disk (or build it).
+    pub fn add_root(&self, path: &Path, index: bool) -> Result<(), IndexError> {
+        let location = IndexLocation::new(path, None)?;
+        if self.roots.read().map(|r| r.iter().any(|x| x.location.root == location.root)).unwrap_or(false) {
+            return Ok(());
+        }
+        let snapshot = match Snapshot::open(&location) {
+            Ok(snapshot) => Some(Arc::new(snapshot)),
+            Err(IndexError::Missing(_)) => None,
+            Err(err) => {
+                tracing::warn!(root = %location.root.display(), "{err}; it will be rebuilt");
+                None
+            }
+        };
+        let root = Arc::new(Root {
+            location: location.clone(),
+            snapshot: RwLock::new(snapshot),
+            state: Mutex::new(RootState { enabled: index, ..RootState::default() }),
+        });
+        if let Ok(mut roots) = self.roots.write() {
+            roots.push(root);
+        }
+        if index {
+            self.schedule(&location.root);
+        }
+        Ok(())
+    }
+
+    pub fn remove_root(&self, path: &Path) {
+        let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        if let Ok(mut roots) = self.roots.write() {
+            roots.retain(|r| r.location.root != path);
+        }
+    }
+
+    /// Root directories, in order.
+    pub fn roots(&self) -> Vec<PathBuf> {
+        self.roots.read().map(|r| r.iter().map(|x| x.location.root.clone()).collect()).unwrap_or_default()
+    }
+
+    /// Turns indexing of a root on or off (and remembers it in `.raggrep/config.toml`).
+    pub fn set_enabled(&self, root: &Path, enabled: bool) -> Result<(), IndexError> {
+        let Some(root) = self.root(root) else { return Ok(()) };
+        ProjectConfig { enabled: Some(enabled) }.save(&root.location)?;
+        if let Ok(mut state) = root.state.lock() {
+            state.enabled = enabled;
+            state.reason = (!enabled).then(|| "indexing is turned off for this workspace".to_string());
+        }
+        if enabled {
+            self.schedule(&root.location.root);
+        }
+        Ok(())
+    }
+
+    pub fn is_enabled(&self, root: &Path) -> bool {
+        self.root(root).and_then(|r| r.state.lock().ok().map(|s| s.enabled)).unwrap_or(false)
+    }
+
+    fn root(&self, path: &Path) -> Option<Arc<Root>> {
+        let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        self.roots.read().ok()?.iter().find(|r| r.location.root == path).cloned()
+    }
+
+    /// The root containing `path` and the path relative to it (deepest root wins).
+    pub fn locate(&self, path: &Path) -> Option<(PathBuf, String)> {
+        let path = canonical_or_parent(path);
+        let roots = self.roots.read().ok()?;
+        let root = roots
+            .iter()
+            .filter(|r| path.starts_with(&r.location.root))
+            .max_by_key(|r| r.location.root.as_os_str().len())?;
+        let rel = crate::walk::relative_path(&path, &root.location.root)?;
+        Some((root.location.root.clone(), rel))
+    }
+
+    /// Queues an update of the root containing `path` (or of `path` if it is a root).
+    pub fn schedule(&self, path: &Path) {
+        if let Some((root, _)) = self.locate(path)
+            && let Ok(jobs) = self.jobs.lock()
+        {
+            let _ = jobs.send(Job::Update(root));
+        }
+    }
+
+    /// Queues an update of every enabled root.
+    pub fn schedule_all(&self) {
+        for root in self.roots() {
+            self.schedule(&root);
+        }
+    }
+
+    /// Records an editor buffer's text for `path` (indexed instead of the disk at the next update).
+    pub fn set_overlay(&self, path: &Path, text: String) {
+        if let Ok(mut overlays) = self.overlays.lock() {
+            overlays.insert(canonical_or_parent(path), text);
+        }
+    }
+
+    /// Forgets an editor buffer (closed or saved): the disk is the truth again.
+    pub fn clear_overlay(&self, path: &Path) {
+        if let Ok(mut overlays) = self.overlays.lock() {
+            overlays.remove(&canonical_or_parent(path));
+        }
+    }
+
+    /// Searches every root; hits are merged by score.
+    pub fn search(&self, query: &Query) -> Result<Vec<RootHit>, SearchError> {
+        let vector = if query.mode != Mode::Lexical && !query.text.trim().is_empty() {
+            Some(self.embedder.embed_query(&query.text)?)
+        } else {
+            None
+        };
+        self.search_roots(query, vector.as_ref(), None)
+    }
+
+    fn search_roots(
+        &self,
+        query: &Query,
+        vector: Option<&Vector>,
+        exclude: Option<(&Path, &str, u32, u32)>,
+    ) -> Result<Vec<RootHit>, SearchError> {
+        let mut all: Vec<RootHit> = Vec::new();
+        for (root, snapshot) in self.snapshots() {
+            let excluded = |c: &index::ChunkRef<'_>| match exclude {
+                Some((r, path, start, end)) => {
+                    r == root && c.path == path && c.start_line <= end && start <= c.end_line
+                }
+                None => false,
+            };
+            let exclude_fn: &dyn Fn(&index::ChunkRef<'_>) -> bool = &excluded;
+            let results = search::search_with_vector(
+                &snapshot,
+                vector,
+                query,
+                exclude.is_some().then_some(exclude_fn),
+                Instant::now(),
+            )?;
+            all.extend(results.results.into_iter().map(|hit| RootHit { root: root.clone(), hit }));
+        }
+        all.sort_by(|a, b| b.hit.score.total_cmp(&a.hit.score));
+        all.truncate(query.k);
+        Ok(all)
+    }
+
+    /// True while some root is still being embedded.
+    pub fn is_partial(&self) -> bool {
+        self.snapshots().iter().any(|(_, s)| s.is_partial())
+            || self.roots.read().map(|r| r.iter().any(|x| x.state.lock().is_ok_and(|s| s.indexing))).unwrap_or(false)
+    }
+
+    /// Chunks similar to the code at `path` lines `start..=end` (1-based), excluding that code.
+    /// Uses the indexed chunks under the range when there are any, else embeds the range's text.
+    pub fn find_similar(&self, path: &Path, start: u32, end: u32, k: usize) -> Result<Vec<RootHit>, SearchError> {
+        let Some((root, rel)) = self.locate(path) else { return Ok(Vec::new()) };
+        let mut vectors: Vec<Vector> = Vec::new();
+        let mut span = (start, end);
+        if let Some(snapshot) = self.snapshot(&root) {
+            let overlapping: Vec<_> =
+                snapshot.chunks_of(&rel).into_iter().filter(|c| c.start_line <= end && start <= c.end_line).collect();
+            // Exclude everything the source chunks cover, not just the selected lines.
+            if let (Some(first), Some(last)) = (overlapping.first(), overlapping.last()) {
+                span = (span.0.min(first.start_line), span.1.max(last.end_line));
+            }
+            vectors.extend(overlapping.iter().filter_map(|c| snapshot.chunk_vector(c.index)));
+        }
+        let text = self.read_lines(path, start, end);
+        let buffer_differs = self.overlays.lock().map(|o| o.contains_key(&canonical_or_parent(path))).unwrap_or(false);
+        if vectors.is_empty() || buffer_differs {
+            if text.trim().is_empty() {
+                return Ok(Vec::new());
+            }
+            vectors = self.embedder.embed_documents(&[text.as_str()])?;
+        }
+        let dim = vectors.first().map_or(0, Vector::dim);
+        let mut mean = vec![0.0f32; dim];
+        for v in &vectors {
+            mean.iter_mut().zip(v.as_slice()).for_each(|(m, x)| *m += x);
+        }
+        let vector = Vector::normalized(mean);
+        let query = Query { k, mode: Mode::Dense, ..Query::new(text) };
+        self.search_roots(&query, Some(&vector), Some((&root, &rel, span.0, span.1)))
+    }
+
+    /// Lines (1-based, inclusive) of the smallest indexed unit containing `line` of `path`.
+    pub fn enclosing_chunk(&self, path: &Path, rel: &str, line: u32) -> Option<(u32, u32)> {
+        let (root, _) = self.locate(path)?;
+        let snapshot = self.snapshot(&root)?;
+        snapshot
+            .chunks_of(rel)
+            .into_iter()
+            .filter(|c| c.start_line <= line && line <= c.end_line)
+            .min_by_key(|c| c.end_line - c.start_line)
+            .map(|c| (c.start_line, c.end_line))
+    }
+
+    /// The best chunks for `question` that fit in `max_tokens`, each headed by its citation.
+    pub fn context(&self, question: &str, max_tokens: usize) -> Result<Context, SearchError> {
+        let query = Query { k: 30, ..Query::new(question) };
+        let hits = self.search(&query)?;
+        let mut text = String::new();
+        let mut tokens = 0;
+        let mut sources = Vec::new();
+        for RootHit { root, hit } in hits {
+            let body = self.read_lines(&root.join(&hit.path), hit.start_line, hit.end_line);
+            let citation = format!("{}:{}-{}", hit.path, hit.start_line, hit.end_line);
+            let block = format!("{citation}\n```{}\n{}\n```\n\n", hit.language.name(), body.trim_end());
+            let cost = estimate_tokens(&block);
+            if tokens + cost > max_tokens {
+                continue;
+            }
+            tokens += cost;
+            text.push_str(&block);
+            sources.push(citation);
+        }
+        Ok(Context { text: text.trim_end().to_string(), tokens, sources })
+    }
+
+    /// Lines `start..=end` (1-based) of a file, from the editor buffer if there is one.
+    fn read_lines(&self, path: &Path, start: u32, end: u32) -> String {
+        let overlay = self.overlays.lock().ok().and_then(|o| o.get(&canonical_or_parent(path)).cloned());
+        let text = overlay.or_else(|| std::fs::read_to_string(path).ok()).unwrap_or_default();
+        text.lines()
+            .skip(start.saturating_sub(1) as usize)
+            .take((end.max(start) - start.max(1) + 1) as usize)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn snapshot(&self, root: &Path) -> Option<Arc<Snapshot>> {
+        self.root(root)?.snapshot.read().ok()?.clone()
+    }
+
+    fn snapshots(&self) -> Vec<(PathBuf, Arc<Snapshot>)> {
+        let Ok(roots) = self.roots.read() else { return Vec::new() };
+        roots.iter().filter_map(|r| Some((r.location.root.clone(), r.snapshot.read().ok()?.clone()?))).collect()
+    }
+
+    pub fn status(&self) -> Vec<RootStatus> {
+        let Ok(roots) = self.roots.read() else { return Vec::new() };
+        let level = self.memory_level.lock().map(|l| *l).unwrap_or(MemoryLevel::Ok);
+        roots
+            .iter()
+            .map(|root| {
+                let snapshot = root.snapshot.read().ok().and_then(|s| s.clone());
+                let state = root.state.lock();
+                let (enabled, indexing, last_error, reason) = match &state {
+                    Ok(s) => (s.enabled, s.indexing, s.last_error.clone(), s.reason.clone()),
+                    Err(_) => (false, false, None, None),
+                };
+                RootStatus {
+                    index: snapshot.as_ref().map(|s| s.stats()),
+                    root: root.location.root.display().to_string(),
+                    enabled,
+                    indexing,
+                    partial: snapshot.as_ref().is_some_and(|s| s.is_partial()) || indexing,
+                    last_error,
+                    memory_level: level,
+                    reason,
+                }
+            })
+            .collect()
+    }
+
+    /// Stops the worker after the update in progress (if any) has published.
+    pub fn shutdown(&self) {
+        self.cancel.store(true, Ordering::Relaxed);
+        if let Ok(jobs) = self.jobs.lock() {
+            let _ = jobs.send(Job::Shutdown);
+        }
+        if let Some(handle) = self.worker.lock().ok().and_then(|mut w| w.take()) {
+            let _ = handle.join();
+        }
+    }
+
+    /// Runs one update of `root` on the calling (worker) thread.
+    fn run_update(&self, root: &Arc<Root>) {
+        let enabled = root.state.lock().map(|s| s.enabled).unwrap_or(false);
+        if !enabled {
+            return;
+        }
+        let settings = self.settings();
+        let mut options = settings.index_options();
+        options.cancel = Some(Arc::clone(&self.cancel));
+        if let Ok(overlays) = self.overlays.lock() {
+            for (path, text) in overlays.iter() {
+                if let Some(rel) = crate::walk::relative_path(path, &root.location.root) {
+                    options.overlays.insert(rel, text.clone());
+                }
+            }
+        }
+        if let Ok(mut state) = root.state.lock() {
+            state.indexing = true;
+        }
+        let events = Arc::clone(&self.events);
+        let root_path = root.location.root.clone();
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            index::update(&root.location, self.embedder.as_ref(), &options, &mut |p| {
+                if let Progress::Chunked { .. } = p {
+                    // Lexical search and the chunk list are published: let queries see them.
+                    if let Ok(snapshot) = Snapshot::open(&root.location)
+                        && let Ok(mut slot) = root.snapshot.write()
+                    {
+                        *slot = Some(Arc::new(snapshot));
+                    }
+                }
+                events.progress(&root_path, &p);
+            })
+        }));
+        let outcome = match result {
+            Ok(Ok(stats)) => Ok(stats),
+            Ok(Err(err)) => Err(err.to_string()),
+            Err(_) => Err("the indexer panicked; see the log".to_string()),
+        };
+        match Snapshot::open(&root.location) {
+            Ok(snapshot) => {
+                if let Ok(mut slot) = root.snapshot.write() {
+                    *slot = Some(Arc::new(snapshot));
+                }
+            }
+            Err(err) => tracing::warn!(root = %root_path.display(), "cannot open the index after updating: {err}"),
+        }
+        let budget_full = matches!(&outcome, Ok(stats) if stats.skipped_files > 0)
+            && self
+                .snapshot(&root_path)
+                .is_some_and(|s| s.skipped().iter().any(|(_, r)| r.starts_with("memory budget")));
+        if let Ok(mut state) = root.state.lock() {
+            state.indexing = false;
+            state.last_error = outcome.as_ref().err().cloned();
+            state.reason = budget_full.then(|| {
+                format!("memory budget of {} MB reached: some files are not indexed", settings.memory_budget_mb)
+            });
+        }
+        match outcome {
+            Ok(stats) => self.events.updated(&root_path, &stats),
+            Err(message) => self.events.failed(&root_path, &message),
+        }
+        self.check_memory(settings.memory_budget_mb);
+    }
+
+    fn check_memory(&self, budget_mb: u64) {
+        let chunks: u64 = self.snapshots().iter().map(|(_, s)| s.chunk_count() as u64).sum();
+        let used_mb = chunks * BYTES_PER_CHUNK / 1_000_000;
+        let level = if used_mb * 100 >= budget_mb * 95 {
+            MemoryLevel::Full
+        } else if used_mb * 100 >= budget_mb * 80 {
+            MemoryLevel::Warning
+        } else {
+            MemoryLevel::Ok
+        };
+        let changed = self.memory_level.lock().map(|mut l| std::mem::replace(&mut *l, level) != level).unwrap_or(false);
+        if changed && level != MemoryLevel::Ok {
+            self.events.memory(level, used_mb, budget_mb);
+        }
+    }
+}
+
+fn worker(workspace: std::sync::Weak<Workspace>, jobs: Receiver<Job>) {
+    while let Ok(job) = jobs.recv() {
+        let mut roots: Vec<PathBuf> = Vec::new();
+        let mut stop = false;
+        let push = |job: Job, roots: &mut Vec<PathBuf>| match job {
+            Job::Update(root) => {
+                if !roots.contains(&root) {
+                    roots.push(root);
+                }
+                false
+            }
+            Job::Shutdown => true,
+        };
+        stop |= push(job, &mut roots);
+        // Coalesce what queued up meanwhile: one update per root covers them all.
+        while let Ok(job) = jobs.try_recv() {
+            stop |= push(job, &mut roots);
+        }
+        let Some(workspace) = workspace.upgrade() else { return };
+        let mut seen = HashSet::new();
+        for root in roots {
+            if stop {
+                break;
+            }
+            if seen.insert(root.clone())
+                && let Some(root) = workspace.root(&root)
+            {
+                workspace.run_update(&root);
+            }
+        }
+        if stop {
+            return;
+        }
+    }
+}
+
+/// Canonical path; for a path that does not exist (a deleted file), its canonical parent joined
+/// with its name.
+fn canonical_or_parent(path: &Path) -> PathBuf {
+    if let Ok(p) = std::fs::canonicalize(path) {
+        return p;
+    }
+    match (path.parent(), path.file_name()) {
+        (Some(parent), Some(name)) => {
+            std::fs::canonicalize(parent).map_or_else(|_| path.to_path_buf(), |p| p.join(name))
+        }
+        _ => path.to_path_buf(),
+    }
+}

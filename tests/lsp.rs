@@ -1,0 +1,374 @@
+//! The language server end to end: the real binary over stdio, the real model, a JSON-RPC
+//! client that frames messages properly (headers, then exactly Content-Length bytes) and answers
+//! the server's own requests. Synchronises on notifications (`$/progress`,
+//! `raggrep/indexUpdated`), never on sleeps.
+
+#![allow(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)]
+
+use std::fs;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/polyglot");
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+fn uri(path: &Path) -> String {
+    format!("file://{}", path.display())
+}
+
+struct Client {
+    child: Child,
+    stdin: ChildStdin,
+    incoming: Receiver<Value>,
+    next_id: i64,
+    /// Notifications seen so far, in order.
+    notifications: Vec<Value>,
+    /// How to answer `window/showMessageRequest`.
+    consent: &'static str,
+    exited: bool,
+}
+
+impl Client {
+    fn start(cwd: &Path) -> Client {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_raggrep"))
+            .args(["lsp"])
+            .current_dir(cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            loop {
+                let mut length = None;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let line = line.trim_end();
+                    if line.is_empty() {
+                        break;
+                    }
+                    if let Some(v) = line.strip_prefix("Content-Length: ") {
+                        length = v.parse::<usize>().ok();
+                    }
+                }
+                let mut body = vec![0; length.expect("Content-Length header")];
+                if reader.read_exact(&mut body).is_err() {
+                    return;
+                }
+                let value: Value = serde_json::from_slice(&body).expect("valid JSON from the server");
+                if tx.send(value).is_err() {
+                    return;
+                }
+            }
+        });
+        Client { child, stdin, incoming: rx, next_id: 1, notifications: Vec::new(), consent: "Index", exited: false }
+    }
+
+    fn send(&mut self, message: &Value) {
+        let body = serde_json::to_string(message).unwrap();
+        self.send_raw(&body);
+    }
+
+    fn send_raw(&mut self, body: &str) {
+        write!(self.stdin, "Content-Length: {}\r\n\r\n{}", body.len(), body).unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn notify(&mut self, method: &str, params: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// Handles one incoming message that is not the response we wait for.
+    fn handle(&mut self, message: Value) {
+        if let (Some(id), Some(method)) = (message.get("id"), message.get("method").and_then(|m| m.as_str())) {
+            // A request from the server.
+            let result = match method {
+                "window/showMessageRequest" => json!({"title": self.consent}),
+                _ => Value::Null,
+            };
+            let reply = json!({"jsonrpc": "2.0", "id": id, "result": result});
+            self.notifications.push(message.clone());
+            self.send(&reply);
+        } else if message.get("method").is_some() {
+            self.notifications.push(message);
+        }
+    }
+
+    fn recv(&mut self, deadline: Instant) -> Value {
+        match self.incoming.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(message) => message,
+            Err(RecvTimeoutError::Timeout) => panic!("timed out; notifications so far: {:#?}", self.notifications),
+            Err(RecvTimeoutError::Disconnected) => panic!("server closed its output"),
+        }
+    }
+
+    /// Sends a request and returns the whole response (`result` or `error`).
+    fn request_full(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let message = self.recv(deadline);
+            if message.get("id") == Some(&json!(id)) && message.get("method").is_none() {
+                return message;
+            }
+            self.handle(message);
+        }
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let response = self.request_full(method, params);
+        assert!(response.get("error").is_none(), "{method} failed: {response}");
+        response["result"].clone()
+    }
+
+    fn command(&mut self, command: &str, arguments: Value) -> Value {
+        self.request("workspace/executeCommand", json!({"command": command, "arguments": [arguments]}))
+    }
+
+    /// Waits until a notification matching `pred` has arrived (already or from now on).
+    fn wait_for(&mut self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        if let Some(found) = self.notifications.iter().find(|n| pred(n)) {
+            return found.clone();
+        }
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let message = self.recv(deadline);
+            let matched = pred(&message);
+            self.handle(message.clone());
+            if matched {
+                return message;
+            }
+            assert!(Instant::now() < deadline, "waiting for {what}");
+        }
+    }
+
+    /// Waits for the next `raggrep/indexUpdated` of `root` after the ones already seen.
+    fn wait_index_updated(&mut self, root: &Path) -> Value {
+        let root = root.canonicalize().unwrap().display().to_string();
+        let seen = self.notifications.len();
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            if let Some(found) = self.notifications[seen..]
+                .iter()
+                .find(|n| n["method"] == "raggrep/indexUpdated" && n["params"]["root"] == root.as_str())
+            {
+                return found.clone();
+            }
+            let message = self.recv(deadline);
+            self.handle(message);
+        }
+    }
+
+    fn shutdown_and_exit(&mut self) -> i32 {
+        self.request("shutdown", Value::Null);
+        self.notify("exit", Value::Null);
+        self.exited = true;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code().unwrap_or(-1);
+            }
+            assert!(Instant::now() < deadline, "server did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        if !self.exited {
+            let _ = self.child.kill();
+        }
+    }
+}
+
+fn symbols(result: &Value) -> Vec<(String, String)> {
+    result
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["name"].as_str().unwrap().to_string(), s["location"]["uri"].as_str().unwrap().to_string()))
+        .collect()
+}
+
+fn setup() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("alpha");
+    copy_dir(Path::new(FIXTURE), &a);
+    let b = dir.path().join("beta");
+    fs::create_dir_all(b.join("pkg")).unwrap();
+    fs::write(b.join("go.mod"), "module beta\n").unwrap();
+    fs::write(
+        b.join("pkg/geo.go"),
+        "package pkg\n\nimport \"math\"\n\n// Haversine returns the great-circle distance between two points on Earth in km.\nfunc Haversine(lat1, lon1, lat2, lon2 float64) float64 {\n\tdlat := (lat2 - lat1) * math.Pi / 180\n\tdlon := (lon2 - lon1) * math.Pi / 180\n\ta := math.Sin(dlat/2)*math.Sin(dlat/2) + math.Cos(lat1*math.Pi/180)*math.Cos(lat2*math.Pi/180)*math.Sin(dlon/2)*math.Sin(dlon/2)\n\treturn 6371 * 2 * math.Atan2(math.Sqrt(a), math.Sqrt(1-a))\n}\n",
+    )
+    .unwrap();
+    let a = a.canonicalize().unwrap();
+    let b = b.canonicalize().unwrap();
+    (dir, a, b)
+}
+
+#[test]
+fn language_server_end_to_end() {
+    let (_dir, alpha, beta) = setup();
+    let mut client = Client::start(&alpha);
+
+    // initialize: settings (one unknown, which must not be fatal), progress support.
+    let init = client.request(
+        "initialize",
+        json!({
+            "processId": null,
+            "rootUri": uri(&alpha),
+            "workspaceFolders": [{"uri": uri(&alpha), "name": "alpha"}],
+            "capabilities": {"window": {"workDoneProgress": true}, "workspace": {"didChangeWatchedFiles": {"dynamicRegistration": true}}},
+            "initializationOptions": {"defaultK": 5, "noSuchSetting": true},
+        }),
+    );
+    let commands = init["capabilities"]["executeCommandProvider"]["commands"].as_array().unwrap();
+    for c in ["raggrep.search", "raggrep.findSimilar", "raggrep.context", "raggrep.reindex", "raggrep.status"] {
+        assert!(commands.contains(&json!(c)), "{c} not advertised");
+    }
+    assert_eq!(init["capabilities"]["workspaceSymbolProvider"], true);
+    client.notify("initialized", json!({}));
+
+    // The fixture has no VCS or build file: the server asks first; we say "Index".
+    let asked = client.wait_for("consent request", |m| m["method"] == "window/showMessageRequest");
+    assert!(asked["params"]["message"].as_str().unwrap().contains("does not look like a project"));
+    // Progress: create, begin, report, end.
+    client.wait_for("progress create", |m| m["method"] == "window/workDoneProgress/create");
+    client.wait_for("progress begin", |m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == "begin");
+    let report = client.wait_for("progress report", |m| {
+        m["method"] == "$/progress"
+            && m["params"]["value"]["kind"] == "report"
+            && m["params"]["value"]["message"].as_str().is_some_and(|s| s.starts_with("embedding"))
+    });
+    assert!(report["params"]["value"]["percentage"].as_u64().unwrap() <= 100);
+    client.wait_for("progress end", |m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == "end");
+    client.wait_for("index updated", |m| m["method"] == "raggrep/indexUpdated");
+    let config = fs::read_to_string(alpha.join(".raggrep/config.toml")).unwrap();
+    assert!(config.contains("enabled = true"), "{config}");
+
+    // workspace/symbol answers semantically; an empty query answers empty.
+    let found = client.request("workspace/symbol", json!({"query": "check whether an API token is still valid"}));
+    let names = symbols(&found);
+    assert!(names.iter().take(3).any(|(n, u)| n == "validate_token" && u.ends_with("src/auth.py")), "{names:?}");
+    assert_eq!(client.request("workspace/symbol", json!({"query": ""})), json!([]));
+
+    // didOpen + edit + didSave of a new function → found by the next query.
+    let mail = alpha.join("src/mail.py");
+    client.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri(&mail), "languageId": "python", "version": 1, "text": ""}}),
+    );
+    let text = "def send_welcome_email(address):\n    \"\"\"Send a greeting message to a new user.\"\"\"\n    return smtp.send(address, 'Welcome!')\n";
+    client.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri(&mail), "version": 2}, "contentChanges": [{"text": text}]}),
+    );
+    fs::write(&mail, text).unwrap();
+    client.notify("textDocument/didSave", json!({"textDocument": {"uri": uri(&mail)}}));
+    loop {
+        client.wait_index_updated(&alpha);
+        let found = client.request("workspace/symbol", json!({"query": "email a new user a greeting"}));
+        if symbols(&found).iter().any(|(n, _)| n == "send_welcome_email") {
+            break;
+        }
+    }
+
+    // findSimilar from a range: results, none of them the source itself.
+    let unique = alpha.join("lib/unique.js");
+    let similar = client.command(
+        "raggrep.findSimilar",
+        json!({"uri": uri(&unique), "range": {"start": {"line": 3, "character": 0}, "end": {"line": 13, "character": 0}}}),
+    );
+    let results = similar["results"].as_array().unwrap();
+    assert!(!results.is_empty());
+    for hit in results {
+        let overlaps_source = hit["path"] == "lib/unique.js"
+            && hit["start_line"].as_u64().unwrap() <= 14
+            && hit["end_line"].as_u64().unwrap() >= 4;
+        assert!(!overlaps_source, "source returned as similar: {hit}");
+    }
+
+    // codeAction: "Find similar code" for the function under the cursor.
+    let auth = alpha.join("src/auth.py");
+    let actions = client.request(
+        "textDocument/codeAction",
+        json!({"textDocument": {"uri": uri(&auth)}, "range": {"start": {"line": 21, "character": 4}, "end": {"line": 21, "character": 4}}, "context": {"diagnostics": []}}),
+    );
+    let action = &actions[0];
+    assert_eq!(action["title"], "Find similar code");
+    assert_eq!(action["command"]["command"], "raggrep.findSimilar");
+    let range = &action["command"]["arguments"][0]["range"];
+    assert_eq!(range["start"]["line"], 18, "expanded to validate_token: {range}");
+    assert_eq!(range["end"]["line"], 25);
+
+    // context respects maxTokens and cites its sources.
+    let small = client.command("raggrep.context", json!({"query": "how are API tokens validated", "maxTokens": 150}));
+    assert!(small["tokens"].as_u64().unwrap() <= 150, "{small}");
+    assert!(!small["sources"].as_array().unwrap().is_empty(), "{small}");
+    let first_source = small["sources"][0].as_str().unwrap().to_string();
+    assert!(small["text"].as_str().unwrap().starts_with(&first_source), "{small}");
+    let large = client.command("raggrep.context", json!({"query": "how are API tokens validated", "maxTokens": 3000}));
+    assert!(large["sources"].as_array().unwrap().len() > small["sources"].as_array().unwrap().len());
+
+    // raggrep.search returns the CLI's hit objects (plus uri/range).
+    let search = client.command("raggrep.search", json!({"query": "multiply two matrices", "k": 3, "mode": "hybrid"}));
+    assert_eq!(search["results"][0]["symbol"], "matmul");
+    assert_eq!(search["results"][0]["path"], "lib/matrix.c");
+    assert!(search["results"][0]["uri"].as_str().unwrap().starts_with("file://"));
+
+    // Multi-root: a second folder (a Go module: no consent needed) is indexed and searched.
+    client.notify(
+        "workspace/didChangeWorkspaceFolders",
+        json!({"event": {"added": [{"uri": uri(&beta), "name": "beta"}], "removed": []}}),
+    );
+    client.wait_index_updated(&beta);
+    let search = client.command("raggrep.search", json!({"query": "distance between two points on the globe", "k": 3}));
+    assert_eq!(search["results"][0]["symbol"], "Haversine", "{search}");
+    assert!(search["results"][0]["uri"].as_str().unwrap().contains("/beta/"));
+    let status = client.command("raggrep.status", json!({}));
+    assert_eq!(status["roots"].as_array().unwrap().len(), 2);
+    assert!(status["chunks"].as_u64().unwrap() > 0);
+    assert_eq!(status["model"], "all-minilm-l6-v2-int8");
+
+    // Malformed requests get errors; the server keeps answering.
+    let bad = client.request_full("workspace/executeCommand", json!({"command": "raggrep.search", "arguments": [42]}));
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    let unknown = client.request_full("workspace/executeCommand", json!({"command": "raggrep.nope", "arguments": []}));
+    assert!(unknown["error"]["message"].as_str().unwrap().contains("unknown command"));
+    let bad_params = client.request_full("workspace/symbol", json!({"query": 7}));
+    assert!(bad_params.get("error").is_some(), "{bad_params}");
+    client.send_raw("{this is not json");
+    let still = client.request("workspace/symbol", json!({"query": "least recently used cache"}));
+    assert!(!symbols(&still).is_empty());
+
+    assert_eq!(client.shutdown_and_exit(), 0);
+}
