@@ -542,7 +542,8 @@ impl Workspace {
             index::update(&root.location, self.embedder.as_ref(), &options, &mut |p| {
                 if let Progress::Chunked { .. } = p {
                     // Lexical search and the chunk list are published: let queries see them.
-                    if let Ok(snapshot) = Snapshot::open(&root.location)
+                    let current = root.snapshot.read().ok().and_then(|s| s.clone());
+                    if let Ok(snapshot) = Snapshot::open_reusing(&root.location, current.as_deref())
                         && let Ok(mut slot) = root.snapshot.write()
                     {
                         *slot = Some(Arc::new(snapshot));
@@ -556,7 +557,8 @@ impl Workspace {
             Ok(Err(err)) => Err(err.to_string()),
             Err(_) => Err("the indexer panicked; see the log".to_string()),
         };
-        match Snapshot::open(&root.location) {
+        let current = root.snapshot.read().ok().and_then(|s| s.clone());
+        match Snapshot::open_reusing(&root.location, current.as_deref()) {
             Ok(snapshot) => {
                 if let Ok(mut slot) = root.snapshot.write() {
                     *slot = Some(Arc::new(snapshot));

@@ -161,7 +161,8 @@ pub struct Snapshot {
     pub location: IndexLocation,
     manifest: MappedManifest,
     vectors: VectorFile,
-    ann: Option<Ann>,
+    /// Shared between snapshots of the same graph: reloading it is the slow part of an open.
+    ann: Option<(String, std::sync::Arc<Ann>)>,
     lexical: Option<LexicalIndex>,
     /// Chunks of each slot (CSR): `slot_members[slot_offsets[s]..slot_offsets[s + 1]]`.
     slot_offsets: Vec<u32>,
@@ -172,6 +173,12 @@ pub struct Snapshot {
 impl Snapshot {
     /// Opens the current generation. Fails with [`IndexError::Missing`] if there is none.
     pub fn open(location: &IndexLocation) -> Result<Snapshot, IndexError> {
+        Self::open_reusing(location, None)
+    }
+
+    /// Opens the current generation, reusing the HNSW graph of `previous` when the new
+    /// generation still uses it (the common case after a small update).
+    pub fn open_reusing(location: &IndexLocation, previous: Option<&Snapshot>) -> Result<Snapshot, IndexError> {
         let name = read_current(&location.dir)?.ok_or_else(|| IndexError::Missing(location.root.clone()))?;
         let manifest = MappedManifest::open(&location.dir.join(&name))?;
         let m = manifest.get();
@@ -210,14 +217,24 @@ impl Snapshot {
             }
         }
         let ann = match m.ann.as_ref() {
-            Some(entry) => match Ann::load(&location.dir, entry.basename.as_str(), entry.slots.to_native() as usize) {
-                Ok(ann) => Some(ann),
-                Err(err) => {
-                    // Exact search still answers correctly; the next update rebuilds the graph.
-                    tracing::warn!("{err}; searching exactly until the next update");
-                    None
+            Some(entry) => {
+                let basename = entry.basename.as_str();
+                let reused = previous
+                    .and_then(|p| p.ann.as_ref())
+                    .filter(|(name, _)| name == basename)
+                    .map(|(name, ann)| (name.clone(), std::sync::Arc::clone(ann)));
+                match reused {
+                    Some(ann) => Some(ann),
+                    None => match Ann::load(&location.dir, basename, entry.slots.to_native() as usize) {
+                        Ok(ann) => Some((basename.to_string(), std::sync::Arc::new(ann))),
+                        Err(err) => {
+                            // Exact search still answers correctly; the next update rebuilds it.
+                            tracing::warn!("{err}; searching exactly until the next update");
+                            None
+                        }
+                    },
                 }
-            },
+            }
             None => None,
         };
         let lexical = match LexicalIndex::open(&location.dir.join(LEXICAL_DIR)) {
@@ -321,7 +338,7 @@ impl Snapshot {
             }
         };
         // Duplicate chunks share a slot, so ask for a few more slots than chunks wanted.
-        let mut scored: Vec<(usize, f32)> = match (&self.ann, exact || accept.is_some()) {
+        let mut scored: Vec<(usize, f32)> = match (self.ann.as_ref().map(|(_, a)| a), exact || accept.is_some()) {
             (Some(ann), false) => {
                 let mut found = ann.search(query.as_slice(), limit, ann::EF_SEARCH, &|s| slot_ok(s));
                 // Slots added since the graph was built are scanned exactly.
@@ -422,7 +439,7 @@ impl Snapshot {
             })
             .unwrap_or(0);
         let bytes_on_disk = self.manifest.size_on_disk() + self.vectors.size_on_disk() + lexical_bytes + ann_bytes;
-        let ann_slots = self.ann.as_ref().map_or(0, |a| a.slots());
+        let ann_slots = self.ann.as_ref().map_or(0, |(_, a)| a.slots());
         // Resident when searching: mapped vectors and manifest, the graph (links + its own copy
         // of the vectors), the slot table, and tantivy's mapped segments.
         let memory_estimate_bytes = self.manifest.size_on_disk()

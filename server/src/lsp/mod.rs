@@ -71,6 +71,9 @@ pub fn run() -> i32 {
         tokio::spawn(sanitize_input(tokio::io::stdin(), input));
         Server::new(clean, protocol_out, socket).serve(service).await;
     });
+    // Reading stdin occupies a blocking thread that never returns on its own; waiting for it
+    // would hang the exit.
+    runtime.shutdown_background();
     0
 }
 
