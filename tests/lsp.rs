@@ -179,6 +179,15 @@ fn language_server_end_to_end() {
     assert!(status["chunks"].as_u64().unwrap() > 0);
     assert_eq!(status["model"], "all-minilm-l6-v2-int8");
 
+    // Settings change at run time; unknown keys are logged to the client and the log file.
+    client.notify("workspace/didChangeConfiguration", json!({"settings": {"raggrep": {"defaultK": 7, "bogusKey": 1}}}));
+    let logged = client.wait_for("log message", |m| {
+        m["method"] == "window/logMessage" && m["params"]["message"].as_str().is_some_and(|s| s.contains("bogusKey"))
+    });
+    assert_eq!(logged["params"]["type"], 2, "a warning: {logged}");
+    let log = fs::read_to_string(alpha.join(".raggrep/raggrep.log")).unwrap();
+    assert!(log.contains("bogusKey"), "{log}");
+
     // Malformed requests get errors; the server keeps answering.
     let bad = client.request_full("workspace/executeCommand", json!({"command": "raggrep.search", "arguments": [42]}));
     assert_eq!(bad["error"]["code"], -32602, "{bad}");

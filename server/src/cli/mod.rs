@@ -156,7 +156,10 @@ pub fn run() -> i32 {
             return code;
         }
     };
-    init_logging(&cli.log);
+    if !matches!(cli.command, Command::Lsp) {
+        // The language server installs its own logging (file, client, stderr).
+        init_logging(&cli.log);
+    }
     match dispatch(cli) {
         Ok(()) => 0,
         Err(err) => {

@@ -5,6 +5,7 @@
 //! JSON-RPC error instead of a dead server), indexing runs on the workspace's own thread, and its
 //! events come back through a channel to one task that talks to the client in order.
 
+mod log;
 mod to_proto;
 
 use std::collections::HashMap;
@@ -61,12 +62,20 @@ pub fn run() -> i32 {
         }
     };
     runtime.block_on(async move {
+        let (log_tx, mut log_rx) = unbounded_channel::<(MessageType, String)>();
+        let sink = log::init(log_tx);
         let (events_tx, events_rx) = unbounded_channel();
-        let (service, socket) = LspService::build(|client| Backend::new(client, events_tx))
+        let (service, socket) = LspService::build(|client| Backend::new(client, events_tx, Arc::clone(&sink)))
             .custom_method("raggrep/malformedMessage", Backend::malformed)
             .finish();
         let server_state = Arc::clone(&service.inner().state);
         tokio::spawn(forward_events(service.inner().client.clone(), events_rx, Arc::clone(&server_state)));
+        let log_client = service.inner().client.clone();
+        tokio::spawn(async move {
+            while let Some((kind, message)) = log_rx.recv().await {
+                log_client.log_message(kind, message).await;
+            }
+        });
         let (input, clean) = tokio::io::duplex(1 << 20);
         tokio::spawn(sanitize_input(tokio::io::stdin(), input));
         Server::new(clean, protocol_out, socket).serve(service).await;
@@ -187,12 +196,12 @@ pub struct State {
     workspace: OnceLock<Arc<Workspace>>,
     settings: Mutex<Settings>,
     supports_progress: std::sync::atomic::AtomicBool,
-    log_level: Mutex<String>,
 }
 
 pub struct Backend {
     pub client: Client,
     pub state: Arc<State>,
+    log: Arc<log::LogSink>,
     events: UnboundedSender<Event>,
     roots: Mutex<Vec<PathBuf>>,
     change_generation: Arc<Mutex<HashMap<PathBuf, u64>>>,
@@ -200,10 +209,11 @@ pub struct Backend {
 }
 
 impl Backend {
-    fn new(client: Client, events: UnboundedSender<Event>) -> Backend {
+    fn new(client: Client, events: UnboundedSender<Event>, log: Arc<log::LogSink>) -> Backend {
         Backend {
             client,
             state: Arc::new(State::default()),
+            log,
             events,
             roots: Mutex::new(Vec::new()),
             change_generation: Arc::new(Mutex::new(HashMap::new())),
@@ -221,15 +231,6 @@ impl Backend {
             message: "raggrep is not ready: the embedding model is not loaded (see the log)".into(),
             data: None,
         })
-    }
-
-    async fn log(&self, level: MessageType, message: impl Into<String>) {
-        let message = message.into();
-        tracing::info!("{message}");
-        let wanted = self.state.log_level.lock().map(|l| l.clone()).unwrap_or_default();
-        if level_allows(&wanted, level) {
-            self.client.log_message(level, message).await;
-        }
     }
 
     /// Decides whether to index a root: remembered answer, project markers and size, or ask.
@@ -285,15 +286,13 @@ impl Backend {
         for root in paths {
             let index = globally_enabled && self.consent(&root).await;
             if let Err(err) = workspace.add_root(&root, index) {
-                self.log(MessageType::ERROR, format!("cannot open workspace folder {}: {err}", root.display())).await;
+                tracing::error!("cannot open workspace folder {}: {err}", root.display());
                 continue;
             }
-            if !index {
-                self.log(
-                    MessageType::INFO,
-                    format!("{} is not indexed (turn it on with raggrep.toggle)", root.display()),
-                )
-                .await;
+            if index {
+                self.log.set_file(&root.join(crate::index::INDEX_DIR_NAME));
+            } else {
+                tracing::info!("{} is not indexed (turn it on with raggrep.toggle)", root.display());
             }
         }
     }
@@ -338,9 +337,7 @@ impl Backend {
             Ok(parsed) => settings = parsed,
             Err(err) => tracing::warn!("ignoring invalid settings: {err}"),
         }
-        if let Ok(mut level) = self.state.log_level.lock() {
-            *level = settings.log_level.clone();
-        }
+        self.log.set_level(&settings.log_level);
         if let Some(workspace) = self.state.workspace.get() {
             workspace.set_settings(settings.clone());
         }
@@ -349,22 +346,6 @@ impl Backend {
         }
         unknown
     }
-}
-
-fn level_allows(setting: &str, level: MessageType) -> bool {
-    let rank = |l: MessageType| match l {
-        MessageType::ERROR => 0,
-        MessageType::WARNING => 1,
-        MessageType::INFO => 2,
-        _ => 3,
-    };
-    let max = match setting {
-        "error" => 0,
-        "warn" | "warning" => 1,
-        "debug" | "trace" | "log" => 3,
-        _ => 2,
-    };
-    rank(level) <= max
 }
 
 fn count_files(root: &Path, limit: usize) -> usize {
@@ -602,7 +583,7 @@ impl LanguageServer for Backend {
     async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
         let unknown = self.apply_settings(&params.settings);
         if !unknown.is_empty() {
-            self.log(MessageType::WARNING, format!("unknown settings ignored: {}", unknown.join(", "))).await;
+            tracing::warn!("unknown settings ignored: {}", unknown.join(", "));
         }
         if let Ok(workspace) = self.workspace() {
             workspace.schedule_all();
