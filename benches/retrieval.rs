@@ -116,10 +116,15 @@ fn main() {
     let data = bench_dir().join(if quick { "retrieval-quick" } else { "retrieval" });
     let queries_path = data.join("queries.jsonl");
     let Ok(text) = std::fs::read_to_string(&queries_path) else {
-        eprintln!("no benchmark data at {}: run `bash benches/retrieval/build.sh{}` first", data.display(), if quick { " --quick" } else { "" });
+        eprintln!(
+            "no benchmark data at {}: run `bash benches/retrieval/build.sh{}` first",
+            data.display(),
+            if quick { " --quick" } else { "" }
+        );
         std::process::exit(2);
     };
-    let golds: Vec<Gold> = text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect();
+    let golds: Vec<Gold> =
+        text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect();
     let assets = Assets::locate(model.as_deref(), None).expect("assets: run scripts/bootstrap.sh");
     let embedder = OnnxEmbedder::load(assets, EmbedOptions::default()).unwrap();
     let model_id = embedder.info().id.clone();
@@ -143,7 +148,8 @@ fn main() {
     let started = Instant::now();
     for (package, golds) in &by_package {
         let corpus = data.join("packages").join(package).join("corpus");
-        let index_dir = bench_dir().join("indexes").join(&model_id).join(if quick { "quick" } else { "full" }).join(package);
+        let index_dir =
+            bench_dir().join("indexes").join(&model_id).join(if quick { "quick" } else { "full" }).join(package);
         let location = IndexLocation::new(&corpus, Some(&index_dir)).unwrap();
         let t = Instant::now();
         let stats = index::update(&location, &embedder, &IndexOptions::default(), &mut |_| {}).unwrap();
@@ -211,13 +217,16 @@ fn main() {
                 let per: BTreeMap<&String, serde_json::Value> = scores[s]
                     .iter()
                     .map(|(scope, x)| {
-                        (scope, serde_json::json!({
-                            "n": x.n,
-                            "file_recall": [x.pct(x.file[0]), x.pct(x.file[1]), x.pct(x.file[2])],
-                            "chunk_recall": [x.pct(x.chunk[0]), x.pct(x.chunk[1]), x.pct(x.chunk[2])],
-                            "file_mrr10": x.file_mrr / x.n.max(1) as f64,
-                            "chunk_mrr10": x.chunk_mrr / x.n.max(1) as f64,
-                        }))
+                        (
+                            scope,
+                            serde_json::json!({
+                                "n": x.n,
+                                "file_recall": [x.pct(x.file[0]), x.pct(x.file[1]), x.pct(x.file[2])],
+                                "chunk_recall": [x.pct(x.chunk[0]), x.pct(x.chunk[1]), x.pct(x.chunk[2])],
+                                "file_mrr10": x.file_mrr / x.n.max(1) as f64,
+                                "chunk_mrr10": x.chunk_mrr / x.n.max(1) as f64,
+                            }),
+                        )
                     })
                     .collect();
                 serde_json::json!({"system": name, "model": model_id, "scores": per})

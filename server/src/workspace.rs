@@ -6,13 +6,14 @@
 //! `Arc`, swapped after every update). Updates run one at a time on a dedicated thread, so the
 //! CPU-heavy work (tree-sitter, ONNX, HNSW) never runs on an async executor.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
+use dashmap::DashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::chunk::estimate_tokens;
@@ -202,7 +203,7 @@ pub struct Workspace {
     roots: RwLock<Vec<Arc<Root>>>,
     settings: RwLock<Settings>,
     /// Editor buffers by absolute path.
-    overlays: Mutex<HashMap<PathBuf, String>>,
+    overlays: DashMap<PathBuf, String>,
     jobs: Mutex<Sender<Job>>,
     worker: Mutex<Option<std::thread::JoinHandle<()>>>,
     memory_level: Mutex<MemoryLevel>,
@@ -218,7 +219,7 @@ impl Workspace {
             events,
             roots: RwLock::new(Vec::new()),
             settings: RwLock::new(settings),
-            overlays: Mutex::new(HashMap::new()),
+            overlays: DashMap::new(),
             jobs: Mutex::new(tx),
             worker: Mutex::new(None),
             memory_level: Mutex::new(MemoryLevel::Ok),
@@ -336,16 +337,12 @@ impl Workspace {
 
     /// Records an editor buffer's text for `path` (indexed instead of the disk at the next update).
     pub fn set_overlay(&self, path: &Path, text: String) {
-        if let Ok(mut overlays) = self.overlays.lock() {
-            overlays.insert(canonical_or_parent(path), text);
-        }
+        self.overlays.insert(canonical_or_parent(path), text);
     }
 
     /// Forgets an editor buffer (closed or saved): the disk is the truth again.
     pub fn clear_overlay(&self, path: &Path) {
-        if let Ok(mut overlays) = self.overlays.lock() {
-            overlays.remove(&canonical_or_parent(path));
-        }
+        self.overlays.remove(&canonical_or_parent(path));
     }
 
     /// Searches every root; hits are merged by score.
@@ -409,7 +406,7 @@ impl Workspace {
             vectors.extend(overlapping.iter().filter_map(|c| snapshot.chunk_vector(c.index)));
         }
         let text = self.read_lines(path, start, end);
-        let buffer_differs = self.overlays.lock().map(|o| o.contains_key(&canonical_or_parent(path))).unwrap_or(false);
+        let buffer_differs = self.overlays.contains_key(&canonical_or_parent(path));
         if vectors.is_empty() || buffer_differs {
             if text.trim().is_empty() {
                 return Ok(Vec::new());
@@ -462,7 +459,7 @@ impl Workspace {
 
     /// Lines `start..=end` (1-based) of a file, from the editor buffer if there is one.
     fn read_lines(&self, path: &Path, start: u32, end: u32) -> String {
-        let overlay = self.overlays.lock().ok().and_then(|o| o.get(&canonical_or_parent(path)).cloned());
+        let overlay = self.overlays.get(&canonical_or_parent(path)).map(|o| o.value().clone());
         let text = overlay.or_else(|| std::fs::read_to_string(path).ok()).unwrap_or_default();
         text.lines()
             .skip(start.saturating_sub(1) as usize)
@@ -526,11 +523,9 @@ impl Workspace {
         let settings = self.settings();
         let mut options = settings.index_options();
         options.cancel = Some(Arc::clone(&self.cancel));
-        if let Ok(overlays) = self.overlays.lock() {
-            for (path, text) in overlays.iter() {
-                if let Some(rel) = crate::walk::relative_path(path, &root.location.root) {
-                    options.overlays.insert(rel, text.clone());
-                }
+        for overlay in self.overlays.iter() {
+            if let Some(rel) = crate::walk::relative_path(overlay.key(), &root.location.root) {
+                options.overlays.insert(rel, overlay.value().clone());
             }
         }
         if let Ok(mut state) = root.state.lock() {

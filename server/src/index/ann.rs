@@ -89,11 +89,19 @@ impl Ann {
         }
     }
 
-    /// The `k` nearest slots accepted by `filter`, as (slot, cosine similarity).
-    pub fn search(&self, query: &[f32], k: usize, ef: usize, filter: &dyn Fn(usize) -> bool) -> Vec<(usize, f32)> {
-        let filter = |id: &usize| filter(*id);
+    /// The `k` nearest slots accepted by `filter` (all slots without one), as (slot, cosine
+    /// similarity).
+    pub fn search(
+        &self,
+        query: &[f32],
+        k: usize,
+        ef: usize,
+        filter: Option<&dyn Fn(usize) -> bool>,
+    ) -> Vec<(usize, f32)> {
+        let filter = filter.map(|f| move |id: &usize| f(*id));
+        let filter_ref = filter.as_ref().map(|f| f as &dyn hnsw_rs::prelude::FilterT);
         self.hnsw
-            .search_filter(query, k, ef.max(k), Some(&filter))
+            .search_filter(query, k, ef.max(k), filter_ref)
             .into_iter()
             .map(|n| (n.d_id, 1.0 - n.distance))
             .collect()

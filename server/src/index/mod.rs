@@ -168,6 +168,8 @@ pub struct Snapshot {
     slot_offsets: Vec<u32>,
     slot_members: Vec<u32>,
     pending: usize,
+    /// Slots inside the graph that no chunk uses any more.
+    dead_in_graph: usize,
 }
 
 impl Snapshot {
@@ -244,7 +246,10 @@ impl Snapshot {
                 None
             }
         };
+        let graph_slots = ann.as_ref().map_or(0, |(_, a)| a.slots());
+        let dead_in_graph = (0..graph_slots.min(slots)).filter(|&s| slot_offsets[s] == slot_offsets[s + 1]).count();
         Ok(Snapshot {
+            dead_in_graph,
             location: location.clone(),
             manifest,
             vectors,
@@ -340,7 +345,12 @@ impl Snapshot {
         // Duplicate chunks share a slot, so ask for a few more slots than chunks wanted.
         let mut scored: Vec<(usize, f32)> = match (self.ann.as_ref().map(|(_, a)| a), exact || accept.is_some()) {
             (Some(ann), false) => {
-                let mut found = ann.search(query.as_slice(), limit, ann::EF_SEARCH, &|s| slot_ok(s));
+                // Filtering inside the graph search costs time; skip it when every slot it
+                // covers is live.
+                let covered_all_live = self.dead_in_graph == 0;
+                let filter: &dyn Fn(usize) -> bool = &slot_ok;
+                let mut found =
+                    ann.search(query.as_slice(), limit, ann::EF_SEARCH, (!covered_all_live).then_some(filter));
                 // Slots added since the graph was built are scanned exactly.
                 found.extend(self.scan(query, ann.slots()..self.vectors.len(), limit, &slot_ok));
                 found
