@@ -413,9 +413,11 @@ fn container<'t>(kind: ChunkKind, name: Option<String>, body: Option<Node<'t>>) 
     Role::Definition(Def { kind, name, container: None, body })
 }
 
-/// `Foo<T>` → `Foo`; `crate::a::Foo` → `Foo` (the last path segment names the type).
+/// `Foo<T>` → `Foo`; `crate::a::Foo` → `Foo`; `&'a mut Foo<W>` → `Foo` (the last path segment
+/// of the type, without references, lifetimes or generics).
 fn bare_type_name(name: &str) -> String {
     let name = name.split('<').next().unwrap_or(name).trim();
+    let name = name.split_whitespace().last().unwrap_or(name);
     let name = name.rsplit("::").next().unwrap_or(name);
     name.trim_start_matches(['&', '*']).trim().to_string()
 }

@@ -98,6 +98,13 @@ macro_rules! square { ($x:expr) => { $x * $x }; }
 }
 
 #[test]
+fn impl_containers_are_named_by_their_bare_type() {
+    let text = "impl<'a, W: Write> ser::Serializer for &'a mut Serializer<W> {\n    fn flush(&mut self) {}\n}\n";
+    let chunks = chunk_file("x.rs", text, Language::Rust, &ChunkConfig::default());
+    assert_eq!(chunks[0].symbol.as_deref(), Some("Serializer"));
+}
+
+#[test]
 fn rust_large_impl_is_split_into_methods() {
     let mut text = String::from("pub struct Big;\n\nimpl Big {\n");
     for i in 0..12 {
