@@ -24,6 +24,9 @@ cargo test --locked 2>&1 | tee "$log"
 step "benchmarks compile"
 cargo bench --locked --no-run
 
+step "Neovim client in a real headless Neovim 0.11"
+RAGGREP_BIN="$PWD/target/debug/raggrep" bash editors/nvim/test/run.sh
+
 step "retrieval benchmark, quick mode (numbers produced and sane)"
 bash benches/retrieval/build.sh --quick
 cargo bench --locked --bench retrieval -- --quick --check

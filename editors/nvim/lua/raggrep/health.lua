@@ -1,0 +1,152 @@
+-- :checkhealth raggrep
+local M = {}
+
+local health = vim.health
+local FIX = 'run `bash scripts/bootstrap.sh` from the raggrep checkout'
+local DEFAULT_MODEL = 'all-minilm-l6-v2-int8'
+
+--- An environment variable as the server will see it (cmd_env first), nil when empty.
+local function env(name)
+  local cmd_env = require('raggrep.config').options.cmd_env or {}
+  local v = cmd_env[name] or vim.env[name]
+  if v == nil or v == '' then
+    return nil
+  end
+  return tostring(v)
+end
+
+--- The server's asset cache: $RAGGREP_HOME, else $XDG_CACHE_HOME/raggrep, else ~/.cache/raggrep.
+local function cache_dir()
+  if env('RAGGREP_HOME') then
+    return env('RAGGREP_HOME')
+  end
+  if env('XDG_CACHE_HOME') then
+    return vim.fs.joinpath(env('XDG_CACHE_HOME'), 'raggrep')
+  end
+  return vim.fs.joinpath(env('HOME') or vim.fn.expand('~'), '.cache', 'raggrep')
+end
+
+local function is_file(path)
+  return vim.fn.filereadable(path) == 1
+end
+
+local function check_nvim()
+  health.start('raggrep: Neovim')
+  local v = vim.version()
+  local version = ('%d.%d.%d'):format(v.major, v.minor, v.patch)
+  if vim.fn.has('nvim-0.10') == 0 then
+    health.error('Neovim ' .. version .. ' is too old', 'raggrep needs Neovim 0.10 or newer')
+    return
+  end
+  local options = require('raggrep.config').options
+  local method = options.method
+  if method == 'auto' then
+    method = require('raggrep.config').has_011 and 'enable' or 'start'
+  end
+  health.ok(('Neovim %s; client started with %s'):format(
+    version,
+    method == 'enable' and 'vim.lsp.config + vim.lsp.enable' or 'a FileType autocmd + vim.lsp.start'
+  ))
+end
+
+local function check_binary()
+  health.start('raggrep: server binary')
+  local cmd = require('raggrep.config').options.cmd
+  local exe = vim.fn.exepath(cmd[1])
+  if exe == '' then
+    health.error(('`%s` not found (not executable or not on PATH)'):format(cmd[1]), {
+      'build it: cargo build --release (in the raggrep checkout), then put target/release on PATH',
+      "or point setup{ cmd = { '/path/to/raggrep', 'lsp' } } at it",
+    })
+    return
+  end
+  local ok, result = pcall(function()
+    return vim.system({ exe, '--version' }, { text = true, env = require('raggrep.config').options.cmd_env }):wait(10000)
+  end)
+  if not ok or result.code ~= 0 then
+    health.error(('`%s --version` failed: %s'):format(exe, ok and (result.stderr or ('exit ' .. tostring(result.code))) or tostring(result)))
+    return
+  end
+  health.ok(('%s: %s'):format(exe, vim.trim(result.stdout or '')))
+  health.info('command: ' .. table.concat(cmd, ' '))
+end
+
+local function check_assets()
+  health.start('raggrep: model assets')
+  local cache = cache_dir()
+  health.info('cache: ' .. cache .. (env('RAGGREP_HOME') and ' ($RAGGREP_HOME)' or ''))
+  local settings = require('raggrep.config').options.settings or {}
+  local spec = settings.modelDir or env('RAGGREP_MODEL_DIR')
+  local model_dir
+  if spec and (spec:find('/', 1, true) or vim.fn.isdirectory(spec) == 1) then
+    model_dir = vim.fn.expand(spec)
+  else
+    model_dir = vim.fs.joinpath(cache, 'models', spec or DEFAULT_MODEL)
+  end
+  local missing = {}
+  for _, file in ipairs({ 'model.onnx', 'tokenizer.json' }) do
+    if not is_file(vim.fs.joinpath(model_dir, file)) then
+      missing[#missing + 1] = file
+    end
+  end
+  if vim.fn.isdirectory(model_dir) == 0 then
+    health.error('model directory not found: ' .. model_dir, { FIX, 'or set settings.modelDir / RAGGREP_MODEL_DIR' })
+  elseif #missing > 0 then
+    health.error(('model directory %s has no %s'):format(model_dir, table.concat(missing, ', ')), FIX)
+  else
+    health.ok('model: ' .. model_dir)
+  end
+  local ort = env('ORT_DYLIB_PATH')
+  if not ort then
+    local found = vim.fn.glob(vim.fs.joinpath(cache, 'runtime', 'onnxruntime-*', 'libonnxruntime.so*'), true, true)
+    ort = found[1] or vim.fs.joinpath(cache, 'runtime', 'onnxruntime-*', 'libonnxruntime.so.*')
+  end
+  if is_file(ort) then
+    health.ok('ONNX Runtime: ' .. ort)
+  else
+    health.error('ONNX Runtime library not found: ' .. ort, { FIX, 'or set ORT_DYLIB_PATH' })
+  end
+end
+
+local function check_clients()
+  health.start('raggrep: language server')
+  local raggrep = require('raggrep')
+  local clients = vim.lsp.get_clients({ name = 'raggrep' })
+  if #clients == 0 then
+    health.warn('no raggrep client is running', {
+      'call require("raggrep").setup() and open a file of a project (a folder with .git, Cargo.toml, go.mod, …)',
+      'start errors are in the LSP log: ' .. vim.lsp.get_log_path(),
+    })
+    return
+  end
+  for _, client in ipairs(clients) do
+    local buffers = vim.tbl_keys(client.attached_buffers or {})
+    health.ok(('client %d attached to %d buffer(s), root %s'):format(
+      client.id,
+      #buffers,
+      tostring(client.root_dir or (client.config and client.config.root_dir))
+    ))
+    local response
+    if require('raggrep.config').has_011 then
+      response = client:request_sync('workspace/executeCommand', { command = 'raggrep.status', arguments = {} }, 5000)
+    else
+      response = client.request_sync('workspace/executeCommand', { command = 'raggrep.status', arguments = {} }, 5000)
+    end
+    if response and response.result then
+      for _, line in ipairs(vim.split(raggrep.format_status(response.result), '\n')) do
+        health.info('index ' .. line)
+      end
+    else
+      health.warn('raggrep.status did not answer: ' .. vim.inspect(response and response.err or 'timeout'))
+    end
+  end
+end
+
+function M.check()
+  check_nvim()
+  check_binary()
+  check_assets()
+  check_clients()
+end
+
+return M

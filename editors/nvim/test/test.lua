@@ -1,0 +1,281 @@
+-- Headless end-to-end test of the raggrep Neovim client against the real server.
+-- Usage: nvim --clean --headless -l test.lua <fixture-dir> [method] [results-file]
+--   method: 'auto' (default), 'enable' (vim.lsp.config/enable) or 'start' (FileType + vim.lsp.start)
+--   results-file: gets "<passed> <failed>" for run.sh
+local fixture = assert(arg[1], 'usage: nvim --clean --headless -l test.lua <fixture-dir> [method] [results-file]')
+fixture = vim.fn.resolve(vim.fn.fnamemodify(fixture, ':p')):gsub('/$', '')
+local method = arg[2] or 'auto'
+local results_file = arg[3]
+local plugin_dir = vim.fn.fnamemodify(arg[0], ':p:h:h')
+
+local passed, failed = 0, 0
+local function out(line)
+  io.stdout:write(line .. '\n')
+  io.stdout:flush()
+end
+local function check(name, ok, detail)
+  if ok then
+    passed = passed + 1
+    out('ok   ' .. name)
+  else
+    failed = failed + 1
+    out('FAIL ' .. name .. (detail and (': ' .. tostring(detail)) or ''))
+  end
+  return ok
+end
+local function wait(ms, predicate)
+  return vim.wait(ms, predicate, 20)
+end
+
+-- Everything the plugin reports, recorded.
+local notes = {}
+vim.notify = function(msg, level)
+  notes[#notes + 1] = msg
+  out(('  [notify %s] %s'):format(level or vim.log.levels.INFO, msg))
+end
+local updates, progress, shown, statuses = {}, {}, {}, {}
+vim.api.nvim_create_autocmd('User', {
+  pattern = 'RaggrepIndexUpdated',
+  callback = function(ev) updates[#updates + 1] = ev.data end,
+})
+vim.api.nvim_create_autocmd('User', {
+  pattern = 'RaggrepResults',
+  callback = function(ev) shown[#shown + 1] = ev.data end,
+})
+vim.api.nvim_create_autocmd('User', {
+  pattern = 'RaggrepStatus',
+  callback = function(ev) statuses[#statuses + 1] = ev.data end,
+})
+vim.api.nvim_create_autocmd('LspProgress', {
+  callback = function(ev)
+    local value = ev.data and ev.data.params and ev.data.params.value or {}
+    progress[#progress + 1] = { kind = value.kind, title = value.title, message = value.message }
+  end,
+})
+
+-- 'start' also runs the plugin's Neovim 0.10 code paths (client.request(), vim.validate{...}),
+-- which 0.11 still accepts (with deprecation notices): no 0.10 binary is on PyPI.
+vim.g.raggrep_compat_010 = method == 'start'
+
+local ok_run, err_run = xpcall(function()
+  vim.opt.rtp:prepend(plugin_dir)
+  vim.cmd('filetype on')
+  vim.cmd.runtime('plugin/raggrep.lua')
+  vim.fn.chdir(fixture)
+  out(('nvim %s, method %s, fixture %s'):format(tostring(vim.version()), method, fixture))
+
+  local raggrep = require('raggrep')
+  check(method == 'start' and 'plugin runs its 0.10 code paths' or 'plugin runs its 0.11 code paths',
+    require('raggrep.config').has_011 == (method ~= 'start') or vim.fn.has('nvim-0.11') == 0)
+  check('commands defined by plugin/raggrep.lua', vim.fn.exists(':Raggrep') == 2 and vim.fn.exists(':RaggrepSimilar') == 2)
+  check('setup rejects a bad setting', not pcall(raggrep.setup, { settings = { logLevel = 'loud' } }))
+  check('setup rejects an unknown option', not pcall(raggrep.setup, { bogus = true }))
+  check('setup rejects a bad ui', not pcall(raggrep.setup, { ui = 'nope' }))
+  raggrep.setup({ method = method, settings = { logLevel = 'info', defaultK = 10 } })
+
+  -- Open a file: the client starts with the fixture as its root and indexes it.
+  vim.cmd.edit(fixture .. '/src/auth.py')
+  local attached = wait(20000, function()
+    return #vim.lsp.get_clients({ name = 'raggrep', bufnr = 0 }) > 0
+  end)
+  check('client attaches to src/auth.py', attached, 'no client; see ' .. vim.lsp.get_log_path())
+  if not attached then
+    return
+  end
+  local client = vim.lsp.get_clients({ name = 'raggrep', bufnr = 0 })[1]
+  local root = client.root_dir or client.config.root_dir
+  check('client root is the fixture', root == fixture, root)
+
+  local indexed = wait(180000, function()
+    for _, u in ipairs(updates) do
+      if u.stats and (u.stats.chunks or 0) > 0 then
+        return true
+      end
+    end
+  end)
+  check('raggrep/indexUpdated arrives with chunks > 0', indexed, vim.inspect(updates))
+  if not indexed then
+    return
+  end
+  out(('  index: %s'):format(vim.inspect(updates[1].stats, { newline = ' ', indent = '' })))
+  local began, ended = false, false
+  for _, p in ipairs(progress) do
+    began = began or (p.kind == 'begin' and (p.title or ''):find('raggrep: indexing', 1, true) ~= nil)
+    ended = ended or p.kind == 'end'
+  end
+  check('$/progress shows through LspProgress (begin + end)', began and ended, vim.inspect(progress))
+
+  -- :Raggrep {query} → quickfix list.
+  local n = #shown
+  vim.cmd('Raggrep check whether an API token is still valid')
+  check(':Raggrep answers', wait(30000, function() return #shown > n end))
+  local qf = vim.fn.getqflist({ title = 1, items = 1, winid = 1 })
+  check(':Raggrep sets the quickfix title', qf.title == 'raggrep: check whether an API token is still valid', qf.title)
+  check(':Raggrep opens the quickfix window', qf.winid ~= 0)
+  local found
+  for i = 1, math.min(3, #qf.items) do
+    local item = qf.items[i]
+    local name = vim.api.nvim_buf_get_name(item.bufnr)
+    out(('  #%d %s:%d-%d  %s'):format(i, name:sub(#fixture + 2), item.lnum, item.end_lnum, item.text))
+    if name == fixture .. '/src/auth.py' and math.abs(item.lnum - 19) <= 2 and item.text:find('validate_token', 1, true) then
+      found = found or i
+    end
+  end
+  check('validate_token (src/auth.py:19) in the first 3 entries', found ~= nil, vim.inspect(qf.items[1]))
+  check('entry text is "symbol — first snippet line"', found and qf.items[found].text:find('^validate_token — def validate_token') ~= nil, found and qf.items[found].text)
+  vim.cmd('cclose') -- :copen focused the quickfix window
+
+  local function none_overlaps(items, file, first, last)
+    for _, item in ipairs(items) do
+      if vim.api.nvim_buf_get_name(item.bufnr) == file and item.lnum <= last and item.end_lnum >= first then
+        return false, ('%s:%d-%d'):format(file, item.lnum, item.end_lnum)
+      end
+    end
+    return true
+  end
+
+  -- :RaggrepSimilar on a range.
+  vim.cmd.edit(fixture .. '/lib/unique.js')
+  check('client attaches to lib/unique.js', wait(10000, function()
+    return #vim.lsp.get_clients({ name = 'raggrep', bufnr = 0 }) > 0
+  end))
+  check('one client for the workspace', #vim.lsp.get_clients({ name = 'raggrep' }) == 1)
+  n = #shown
+  vim.cmd('4,14RaggrepSimilar')
+  check(':4,14RaggrepSimilar answers', wait(30000, function() return #shown > n end))
+  qf = vim.fn.getqflist({ title = 1, items = 1 })
+  check(':RaggrepSimilar (range) has results', #qf.items > 0)
+  check(':RaggrepSimilar title names the range', qf.title:find('unique.js:4-14', 1, true) ~= nil, qf.title)
+  check(':RaggrepSimilar excludes the source range', none_overlaps(qf.items, fixture .. '/lib/unique.js', 4, 14))
+  vim.cmd('cclose')
+
+  -- :RaggrepSimilar without a range: the function under the cursor (sumAll, lines 16-18).
+  vim.api.nvim_win_set_cursor(0, { 17, 2 })
+  n = #shown
+  vim.cmd('RaggrepSimilar')
+  check(':RaggrepSimilar (cursor) answers', wait(30000, function() return #shown > n end))
+  qf = vim.fn.getqflist({ items = 1 })
+  check(':RaggrepSimilar (cursor) has results', #qf.items > 0)
+  check(':RaggrepSimilar (cursor) excludes the function itself', none_overlaps(qf.items, fixture .. '/lib/unique.js', 17, 17))
+  vim.cmd('cclose')
+
+  -- The code action, through Neovim's own vim.lsp.buf.code_action.
+  vim.cmd.edit(fixture .. '/src/auth.py')
+  vim.api.nvim_win_set_cursor(0, { 22, 4 })
+  local params = vim.lsp.util.make_range_params(0, client.offset_encoding)
+  params.context = { diagnostics = {} }
+  local responses = vim.lsp.buf_request_sync(0, 'textDocument/codeAction', params, 10000) or {}
+  local action
+  for _, response in pairs(responses) do
+    for _, a in ipairs(response.result or {}) do
+      if a.title == 'Find similar code' then
+        action = a
+      end
+    end
+  end
+  check('"Find similar code" is offered inside validate_token', action ~= nil, vim.inspect(responses))
+  local range = action and action.command and action.command.arguments[1].range
+  check('the action covers validate_token (lines 19-25)', range and range.start.line == 18 and range['end'].line == 25, vim.inspect(range))
+  n = #shown
+  vim.fn.setqflist({}, ' ', { title = 'before the code action' })
+  vim.lsp.buf.code_action({
+    apply = true,
+    filter = function(a) return a.title == 'Find similar code' end,
+  })
+  check('code action runs the client-side raggrep.findSimilar handler', wait(30000, function() return #shown > n end))
+  qf = vim.fn.getqflist({ title = 1, items = 1 })
+  check('code action results in the quickfix list', #qf.items > 0 and qf.title:find('similar to src/auth.py:19-25', 1, true) ~= nil, qf.title)
+  check('code action results exclude validate_token itself', none_overlaps(qf.items, fixture .. '/src/auth.py', 19, 25))
+  vim.cmd('cclose')
+
+  -- ui = 'select' (vim.ui.select, stubbed here) and a missing picker falling back to quickfix.
+  local select_items, select_label
+  local real_select = vim.ui.select
+  vim.ui.select = function(items, opts, on_choice)
+    select_items, select_label = items, opts.format_item(items[1])
+    on_choice(items[1])
+  end
+  n = #shown
+  raggrep.search('multiply two matrices', { ui = 'select' })
+  check("ui = 'select' answers", wait(30000, function() return #shown > n end))
+  vim.ui.select = real_select
+  check("ui = 'select' offers matmul first", select_label and select_label:find('^lib/matrix%.c:%d+  matmul') ~= nil, select_label)
+  check("ui = 'select' jumps to the choice", vim.api.nvim_buf_get_name(0) == fixture .. '/lib/matrix.c')
+  n = #shown
+  local notes_before = #notes
+  raggrep.search('multiply two matrices', { ui = 'telescope' })
+  check('a missing picker falls back to the quickfix list', wait(30000, function() return #shown > n end)
+    and vim.fn.getqflist({ winid = 1 }).winid ~= 0
+    and table.concat(vim.list_slice(notes, notes_before + 1), '\n'):find('not installed', 1, true) ~= nil)
+  vim.cmd('cclose')
+
+  -- vim.lsp.buf.workspace_symbol(): semantic results, unfiltered, in the quickfix list.
+  vim.fn.setqflist({}, ' ', { title = 'before workspace_symbol' })
+  vim.lsp.buf.workspace_symbol('multiply two matrices')
+  local symbols = wait(30000, function() return vim.fn.getqflist({ title = 1 }).title ~= 'before workspace_symbol' end)
+  qf = vim.fn.getqflist({ items = 1 })
+  check('workspace_symbol lists matmul first', symbols and #qf.items > 0 and qf.items[1].text:find('matmul', 1, true) ~= nil, qf.items[1] and qf.items[1].text)
+  vim.cmd('cclose')
+
+  -- :RaggrepContext → scratch buffer with cited chunks.
+  vim.cmd('RaggrepContext multiply two matrices')
+  check(':RaggrepContext opens the context', wait(30000, function()
+    return vim.api.nvim_buf_get_name(0):find('raggrep-context://', 1, true) ~= nil
+  end))
+  local context = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
+  check(':RaggrepContext cites lib/matrix.c', context:find('lib/matrix.c', 1, true) ~= nil, context:sub(1, 200))
+  vim.cmd('close')
+
+  -- :RaggrepStatus
+  n = #statuses
+  notes_before = #notes
+  vim.cmd('RaggrepStatus')
+  check(':RaggrepStatus answers', wait(10000, function() return #statuses > n end))
+  local status = statuses[#statuses] or {}
+  check('status has chunks > 0', (status.chunks or 0) > 0, vim.inspect(status))
+  local summary = table.concat(vim.list_slice(notes, notes_before + 1), '\n')
+  check(':RaggrepStatus prints a summary', summary:find('chunks', 1, true) ~= nil, summary)
+
+  -- :RaggrepReindex
+  notes_before = #notes
+  vim.cmd('RaggrepReindex')
+  check(':RaggrepReindex queues the workspace', wait(10000, function()
+    return table.concat(vim.list_slice(notes, notes_before + 1), '\n'):find('reindexing 1', 1, true) ~= nil
+  end))
+
+  -- :checkhealth raggrep
+  local ok_health, err_health = pcall(vim.cmd, 'checkhealth raggrep')
+  io.stdout:write('\n') -- after nvim's own "Running healthchecks..."
+  check(':checkhealth raggrep runs', ok_health, err_health)
+  local report = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
+  if vim.env.RAGGREP_TEST_VERBOSE then
+    out(report)
+  end
+  local exe = vim.fn.exepath('raggrep')
+  check('checkhealth names the binary and its version', report:find(exe, 1, true) ~= nil and report:find('raggrep %d+%.%d+') ~= nil, report)
+  check('checkhealth finds the model assets', report:find('model: ', 1, true) ~= nil and report:find('ONNX Runtime: ', 1, true) ~= nil, report)
+  check('checkhealth sees the running client', report:find('client %d+ attached') ~= nil and report:find('chunks') ~= nil, report)
+  check('checkhealth reports no errors', report:find('ERROR') == nil, report)
+end, debug.traceback)
+check('test script ran without a Lua error', ok_run, err_run)
+
+-- Stop the server cleanly.
+for _, client in ipairs(vim.lsp.get_clients({ name = 'raggrep' })) do
+  if vim.fn.has('nvim-0.11') == 1 then
+    client:stop()
+  else
+    client.stop()
+  end
+end
+check('server exits on shutdown', wait(15000, function() return #vim.lsp.get_clients({ name = 'raggrep' }) == 0 end))
+
+if failed > 0 then
+  out('lsp log: ' .. vim.lsp.get_log_path())
+end
+out(('%s: %d passed, %d failed'):format(method, passed, failed))
+if results_file then
+  local f = assert(io.open(results_file, 'w'))
+  f:write(('%d %d\n'):format(passed, failed))
+  f:close()
+end
+vim.cmd(failed == 0 and 'qall!' or 'cquit 1')
