@@ -361,6 +361,33 @@ impl Workspace {
         vector: Option<&Vector>,
         exclude: Option<(&Path, &str, u32, u32)>,
     ) -> Result<Vec<RootHit>, SearchError> {
+        if query.mode == Mode::Hybrid && self.snapshots().len() > 1 {
+            // Fused scores are normalised within one candidate list, so they do not compare
+            // across roots: rank each signal across all roots first, then fuse once.
+            let sub = |mode| Query { mode, k: (query.k * 3).max(20), ..query.clone() };
+            let dense = self.search_roots(&sub(Mode::Dense), vector, exclude)?;
+            let lexical = self.search_roots(&sub(Mode::Lexical), vector, exclude)?;
+            let key = |h: &RootHit| (h.root.clone(), h.hit.path.clone(), h.hit.start_line, h.hit.end_line);
+            let mut ids: Vec<RootHit> = Vec::new();
+            let mut id_of = |h: &RootHit| match ids.iter().position(|x| key(x) == key(h)) {
+                Some(i) => i,
+                None => {
+                    ids.push(h.clone());
+                    ids.len() - 1
+                }
+            };
+            let dense_ids: Vec<(usize, f32)> = dense.iter().map(|h| (id_of(h), h.hit.score)).collect();
+            let lexical_ids: Vec<(usize, f32)> = lexical.iter().map(|h| (id_of(h), h.hit.score)).collect();
+            return Ok(search::fuse(&dense_ids, &lexical_ids, query.fusion)
+                .into_iter()
+                .take(query.k)
+                .map(|(i, score)| {
+                    let mut hit = ids[i].clone();
+                    hit.hit.score = score;
+                    hit
+                })
+                .collect());
+        }
         let mut all: Vec<RootHit> = Vec::new();
         for (root, snapshot) in self.snapshots() {
             let excluded = |c: &index::ChunkRef<'_>| match exclude {

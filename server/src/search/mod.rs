@@ -252,9 +252,11 @@ pub fn fuse(dense: &[(usize, f32)], lexical: &[(usize, f32)], fusion: Fusion) ->
             for (list, weight) in [(dense, dense_weight), (lexical, 1.0 - dense_weight)] {
                 let max = list.iter().map(|x| x.1).fold(f32::NEG_INFINITY, f32::max);
                 let min = list.iter().map(|x| x.1).fold(f32::INFINITY, f32::min);
-                let span = (max - min).max(1e-6);
+                let span = max - min;
                 for &(chunk, score) in list {
-                    *scores.entry(chunk).or_default() += weight * (score - min) / span;
+                    // A list whose scores are all equal (one candidate, say) ranks them all first.
+                    let normalized = if span > 1e-6 { (score - min) / span } else { 1.0 };
+                    *scores.entry(chunk).or_default() += weight * normalized;
                 }
             }
         }
@@ -311,6 +313,12 @@ mod tests {
         assert_eq!(fused[0].0, 1);
         assert_eq!(fused[1].0, 3);
         assert!(fused.iter().position(|x| x.0 == 2) < fused.iter().position(|x| x.0 == 4).map(|p| p + 1));
+    }
+
+    #[test]
+    fn a_single_candidate_is_not_normalised_to_zero() {
+        let fused = fuse(&[(7, 0.4)], &[], Fusion::Weighted { dense_weight: 0.5 });
+        assert_eq!(fused, vec![(7, 0.5)]);
     }
 
     #[test]
