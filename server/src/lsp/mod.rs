@@ -206,6 +206,10 @@ pub struct Backend {
     roots: Mutex<Vec<PathBuf>>,
     change_generation: Arc<Mutex<HashMap<PathBuf, u64>>>,
     next_generation: AtomicU64,
+    /// Set once `initialized` has added the workspace folders: commands sent right after
+    /// attaching wait for it instead of seeing an empty workspace.
+    roots_ready: std::sync::atomic::AtomicBool,
+    roots_ready_notify: tokio::sync::Notify,
 }
 
 impl Backend {
@@ -218,7 +222,18 @@ impl Backend {
             roots: Mutex::new(Vec::new()),
             change_generation: Arc::new(Mutex::new(HashMap::new())),
             next_generation: AtomicU64::new(1),
+            roots_ready: std::sync::atomic::AtomicBool::new(false),
+            roots_ready_notify: tokio::sync::Notify::new(),
         }
+    }
+
+    /// Waits (up to 10 s: a consent prompt may be open) until the workspace folders are added.
+    async fn wait_for_roots(&self) {
+        let notified = self.roots_ready_notify.notified();
+        if self.roots_ready.load(Ordering::Acquire) {
+            return;
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(10), notified).await;
     }
 
     async fn malformed(&self) -> Result<Value> {
@@ -496,6 +511,8 @@ impl LanguageServer for Backend {
         }
         let roots = self.roots.lock().map(|r| r.clone()).unwrap_or_default();
         self.add_roots(roots).await;
+        self.roots_ready.store(true, Ordering::Release);
+        self.roots_ready_notify.notify_waiters();
     }
 
     async fn shutdown(&self) -> Result<()> {
@@ -631,6 +648,7 @@ impl LanguageServer for Backend {
     }
 
     async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Option<LSPAny>> {
+        self.wait_for_roots().await;
         let command = params.command.as_str();
         let args = params.arguments;
         let default_k = self.state.settings.lock().map(|s| s.default_k).unwrap_or(10);
