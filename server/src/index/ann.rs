@@ -42,14 +42,20 @@ pub struct Ann {
 impl Ann {
     /// Builds a graph over every slot for which `live` is true.
     pub fn build(vectors: &VectorFile, live: &dyn Fn(usize) -> bool) -> Ann {
-        let ids: Vec<usize> = (0..vectors.len()).filter(|&s| live(s)).collect();
+        Self::build_from(vectors.as_slice(), vectors.dim(), live)
+    }
+
+    /// Builds a graph over `vectors` (slots × `dim` floats, unit length), ids = slot numbers.
+    pub fn build_from(vectors: &[f32], dim: usize, live: &dyn Fn(usize) -> bool) -> Ann {
+        let slots = vectors.len() / dim.max(1);
+        let ids: Vec<usize> = (0..slots).filter(|&s| live(s)).collect();
         let hnsw =
             Hnsw::<f32, UnitCosine>::new(MAX_CONNECTIONS, ids.len().max(1), MAX_LAYERS, EF_CONSTRUCTION, UnitCosine);
-        let data: Vec<(&[f32], usize)> = ids.iter().filter_map(|&slot| vectors.get(slot).map(|v| (v, slot))).collect();
+        let data: Vec<(&[f32], usize)> = ids.iter().map(|&slot| (&vectors[slot * dim..(slot + 1) * dim], slot)).collect();
         hnsw.parallel_insert_slice(&data);
         let mut hnsw = hnsw;
         hnsw.set_searching_mode(true);
-        Ann { hnsw, slots: vectors.len() }
+        Ann { hnsw, slots }
     }
 
     /// How many slots the graph covers (slots at or past this are searched exactly).

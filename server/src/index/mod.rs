@@ -30,7 +30,7 @@ use crate::chunk::ChunkKind;
 use crate::embed::{EmbedError, Vector};
 use crate::lang::Language;
 
-pub use ann::Ann;
+pub use ann::{Ann, EF_SEARCH};
 pub use fsutil::write_atomic;
 pub use lexical::{LexicalHit, code_tokens, query_terms};
 pub use manifest::FORMAT_VERSION;
