@@ -608,10 +608,12 @@ impl Workspace {
 
     fn check_memory(&self, budget_mb: u64) {
         let chunks: u64 = self.snapshots().iter().map(|(_, s)| s.chunk_count() as u64).sum();
-        let used_mb = chunks * BYTES_PER_CHUNK / 1_000_000;
-        let level = if used_mb * 100 >= budget_mb * 95 {
+        let used = chunks * BYTES_PER_CHUNK;
+        let budget = budget_mb * 1_000_000;
+        let used_mb = used.div_ceil(1_000_000);
+        let level = if used * 100 >= budget * 95 {
             MemoryLevel::Full
-        } else if used_mb * 100 >= budget_mb * 80 {
+        } else if used * 100 >= budget * 80 {
             MemoryLevel::Warning
         } else {
             MemoryLevel::Ok

@@ -51,7 +51,8 @@ impl Ann {
         let ids: Vec<usize> = (0..slots).filter(|&s| live(s)).collect();
         let hnsw =
             Hnsw::<f32, UnitCosine>::new(MAX_CONNECTIONS, ids.len().max(1), MAX_LAYERS, EF_CONSTRUCTION, UnitCosine);
-        let data: Vec<(&[f32], usize)> = ids.iter().map(|&slot| (&vectors[slot * dim..(slot + 1) * dim], slot)).collect();
+        let data: Vec<(&[f32], usize)> =
+            ids.iter().map(|&slot| (&vectors[slot * dim..(slot + 1) * dim], slot)).collect();
         hnsw.parallel_insert_slice(&data);
         let mut hnsw = hnsw;
         hnsw.set_searching_mode(true);

@@ -1,0 +1,110 @@
+//! The live workspace engine with a deterministic fake embedder (pure index logic: budgets,
+//! overlays, roots). The real model is exercised by tests/cli.rs and tests/lsp.rs.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use raggrep::embed::FakeEmbedder;
+use raggrep::index::{Progress, UpdateStats};
+use raggrep::search::{Mode, Query};
+use raggrep::workspace::{Events, MemoryLevel, Settings, Workspace};
+
+#[derive(Default)]
+struct Recorder {
+    updated: Mutex<Vec<UpdateStats>>,
+    memory: Mutex<Vec<MemoryLevel>>,
+}
+
+impl Events for Recorder {
+    fn progress(&self, _: &Path, _: &Progress) {}
+    fn updated(&self, _: &Path, stats: &UpdateStats) {
+        self.updated.lock().unwrap().push(stats.clone());
+    }
+    fn failed(&self, _: &Path, message: &str) {
+        panic!("update failed: {message}");
+    }
+    fn memory(&self, level: MemoryLevel, _: u64, _: u64) {
+        self.memory.lock().unwrap().push(level);
+    }
+}
+
+fn wait_updates(events: &Recorder, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while events.updated.lock().unwrap().len() < n {
+        assert!(Instant::now() < deadline, "no update");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn tree(root: &Path, files: usize) {
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    for f in 0..files {
+        let mut text = String::new();
+        for g in 0..4 {
+            text.push_str(&format!("pub fn item_{f}_{g}(x: u32) -> u32 {{\n    x * {g} + {f}\n}}\n\n"));
+        }
+        std::fs::write(root.join(format!("src/m{f:03}.rs")), text).unwrap();
+    }
+}
+
+#[test]
+fn the_memory_budget_stops_adding_files_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path(), 100); // 400 chunks
+    let events = Arc::new(Recorder::default());
+    // 1 MB: room for ~246 chunks at 95 %.
+    let settings = Settings { memory_budget_mb: 1, ..Settings::default() };
+    let ws = Workspace::new(Arc::new(FakeEmbedder::new(384)), settings, events.clone());
+    ws.add_root(dir.path(), true).unwrap();
+    wait_updates(&events, 1);
+    let status = &ws.status()[0];
+    let chunks = status.index.as_ref().unwrap().chunks;
+    assert!(chunks > 100 && chunks < 400, "{chunks} chunks indexed");
+    assert!(status.reason.as_deref().unwrap().contains("memory budget"), "{:?}", status.reason);
+    assert_eq!(events.memory.lock().unwrap().as_slice(), &[MemoryLevel::Full]);
+    ws.shutdown();
+}
+
+#[test]
+fn editor_buffers_are_indexed_before_they_are_saved() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path(), 3);
+    let events = Arc::new(Recorder::default());
+    let ws = Workspace::new(Arc::new(FakeEmbedder::new(64)), Settings::default(), events.clone());
+    ws.add_root(dir.path(), true).unwrap();
+    wait_updates(&events, 1);
+    let file = dir.path().join("src/m000.rs");
+    let query = Query { mode: Mode::Lexical, ..Query::new("unsaved_buffer_function") };
+    assert!(ws.search(&query).unwrap().is_empty());
+    ws.set_overlay(&file, "pub fn unsaved_buffer_function() -> u8 { 1 }\n".into());
+    ws.schedule(&file);
+    wait_updates(&events, 2);
+    let hits = ws.search(&query).unwrap();
+    assert_eq!(hits[0].hit.symbol.as_deref(), Some("unsaved_buffer_function"));
+    // Closing the buffer without saving: the disk is the truth again.
+    ws.clear_overlay(&file);
+    ws.schedule(&file);
+    wait_updates(&events, 3);
+    assert!(ws.search(&query).unwrap().is_empty());
+    ws.shutdown();
+}
+
+#[test]
+fn a_disabled_root_is_not_indexed_until_toggled_on() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path(), 2);
+    let events = Arc::new(Recorder::default());
+    let ws = Workspace::new(Arc::new(FakeEmbedder::new(64)), Settings::default(), events.clone());
+    ws.add_root(dir.path(), false).unwrap();
+    assert!(!ws.is_enabled(dir.path()));
+    assert!(ws.status()[0].index.is_none());
+    ws.set_enabled(dir.path(), true).unwrap();
+    wait_updates(&events, 1);
+    assert_eq!(ws.status()[0].index.as_ref().unwrap().files, 2);
+    let config = std::fs::read_to_string(dir.path().join(".raggrep/config.toml")).unwrap();
+    assert!(config.contains("enabled = true"), "{config}");
+    ws.shutdown();
+}
