@@ -20,7 +20,6 @@ between CPUs (e.g. AVX512-VNNI vs AVX2), so compare with a tolerance
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import sys
@@ -30,6 +29,9 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 from tokenizers import Tokenizer
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bootstrap import sha256_file  # noqa: E402  (one checksum helper for all set-up scripts)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -74,13 +76,6 @@ INPUTS = [
     "Größe einer Datei berechnen — 计算文件大小 — naïve café ✓ émojis 🚀",
 ]
 
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def embed_cases(model_dir: Path, max_tokens: int) -> tuple[dict, list]:
