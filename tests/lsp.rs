@@ -5,29 +5,20 @@
 
 #![allow(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)]
 
+#[path = "support/fixture.rs"]
+mod fixture;
+
 #[path = "support/lsp_client.rs"]
 mod lsp_client;
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use fixture::copy_dir;
 use lsp_client::{Client, uri};
 use serde_json::{Value, json};
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/polyglot");
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
 
 fn symbols(result: &Value) -> Vec<(String, String)> {
     result

@@ -6,7 +6,6 @@
 //! `Arc`, swapped after every update). Updates run one at a time on a dedicated thread, so the
 //! CPU-heavy work (tree-sitter, ONNX, HNSW) never runs on an async executor.
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -644,14 +643,11 @@ fn worker(workspace: std::sync::Weak<Workspace>, jobs: Receiver<Job>) {
             stop |= push(job, &mut roots);
         }
         let Some(workspace) = workspace.upgrade() else { return };
-        let mut seen = HashSet::new();
         for root in roots {
             if stop {
                 break;
             }
-            if seen.insert(root.clone())
-                && let Some(root) = workspace.root(&root)
-            {
+            if let Some(root) = workspace.root(&root) {
                 workspace.run_update(&root);
             }
         }

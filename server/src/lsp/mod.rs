@@ -236,6 +236,15 @@ impl Backend {
         let _ = tokio::time::timeout(Duration::from_secs(10), notified).await;
     }
 
+    /// A saved or closed buffer: forget its editor text and re-index the file from disk.
+    fn disk_is_truth(&self, uri: &Uri) {
+        let Ok(workspace) = self.workspace() else { return };
+        if let Some(path) = uri.to_file_path() {
+            workspace.clear_overlay(&path);
+            workspace.schedule(&path);
+        }
+    }
+
     async fn malformed(&self) -> Result<Value> {
         Err(Error::parse_error())
     }
@@ -557,21 +566,11 @@ impl LanguageServer for Backend {
     }
 
     async fn did_save(&self, params: DidSaveTextDocumentParams) {
-        let Ok(workspace) = self.workspace() else { return };
-        if let Some(path) = params.text_document.uri.to_file_path() {
-            let path = path.into_owned();
-            workspace.clear_overlay(&path);
-            workspace.schedule(&path);
-        }
+        self.disk_is_truth(&params.text_document.uri);
     }
 
     async fn did_close(&self, params: DidCloseTextDocumentParams) {
-        let Ok(workspace) = self.workspace() else { return };
-        if let Some(path) = params.text_document.uri.to_file_path() {
-            let path = path.into_owned();
-            workspace.clear_overlay(&path);
-            workspace.schedule(&path);
-        }
+        self.disk_is_truth(&params.text_document.uri);
     }
 
     async fn did_change_watched_files(&self, params: DidChangeWatchedFilesParams) {
@@ -804,17 +803,11 @@ async fn forward_events(client: Client, mut events: UnboundedReceiver<Event>, st
             }
             Event::Updated(root, stats) => {
                 if let Some((token, _)) = tokens.remove(&root) {
-                    client
-                        .send_notification::<ProgressNotification>(ProgressParams {
-                            token,
-                            value: ProgressParamsValue::WorkDone(WorkDoneProgress::End(WorkDoneProgressEnd {
-                                message: Some(format!(
-                                    "{} files, {} chunks ({} embedded, {} reused) in {:.1}s",
-                                    stats.files, stats.chunks, stats.embedded, stats.reused, stats.seconds
-                                )),
-                            })),
-                        })
-                        .await;
+                    let message = format!(
+                        "{} files, {} chunks ({} embedded, {} reused) in {:.1}s",
+                        stats.files, stats.chunks, stats.embedded, stats.reused, stats.seconds
+                    );
+                    end_progress(&client, token, message).await;
                 }
                 if let Some(reason) = &stats.rebuilt {
                     client.log_message(MessageType::INFO, format!("raggrep: {reason}")).await;
@@ -829,14 +822,7 @@ async fn forward_events(client: Client, mut events: UnboundedReceiver<Event>, st
             }
             Event::Failed(root, message) => {
                 if let Some((token, _)) = tokens.remove(&root) {
-                    client
-                        .send_notification::<ProgressNotification>(ProgressParams {
-                            token,
-                            value: ProgressParamsValue::WorkDone(WorkDoneProgress::End(WorkDoneProgressEnd {
-                                message: Some(format!("failed: {message}")),
-                            })),
-                        })
-                        .await;
+                    end_progress(&client, token, format!("failed: {message}")).await;
                 }
                 client
                     .show_message(MessageType::ERROR, format!("raggrep: indexing {} failed: {message}", root.display()))
@@ -859,6 +845,15 @@ async fn forward_events(client: Client, mut events: UnboundedReceiver<Event>, st
             }
         }
     }
+}
+
+async fn end_progress(client: &Client, token: ProgressToken, message: String) {
+    client
+        .send_notification::<ProgressNotification>(ProgressParams {
+            token,
+            value: ProgressParamsValue::WorkDone(WorkDoneProgress::End(WorkDoneProgressEnd { message: Some(message) })),
+        })
+        .await;
 }
 
 /// `raggrep/indexUpdated`: sent after every update of a root is published.
