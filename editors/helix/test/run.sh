@@ -1,0 +1,416 @@
+#!/usr/bin/env bash
+# End-to-end test of the Helix client (editors/helix/languages.toml) in a real Helix against the
+# real server.
+#
+#   bash editors/helix/test/run.sh
+#
+# Helix is Debian trixie's `hx` 25.01, run through trixie's own dynamic loader so that it works on
+# an older host (it needs glibc 2.39). The packages are fetched with apt-get from the mirror this
+# machine is already configured with (read from /etc/apt/sources.list.d/*.sources at run time),
+# through a private sources list, config and state dir: the system's apt setup is not touched. The
+# extracted root is cached under $RAGGREP_HOME/tools/helix-trixie (installed once; a marker file
+# records the completed install). tmux comes from trixie as well, so the host needs only apt-get,
+# dpkg-deb and the Debian archive keyring.
+#
+# With the project's snippet as ~/.config/helix/languages.toml (isolated HOME), it checks
+# `hx --health` for every configured language, then drives Helix in tmux: opens a file of the
+# polyglot fixture, waits for the server to index it, asks the workspace-symbol picker (space S)
+# natural-language questions and reads the screen, jumps to a result, and runs the
+# "Find similar code" code action (space a). The last line is "N passed, M failed".
+#
+# Environment: RAGGREP_BIN (server binary; default target/release/raggrep of this checkout),
+# RAGGREP_HOME (model cache; default ~/.cache/raggrep), HELIX_TEST_TIMEOUT (seconds each wait may
+# take, default 60), KEEP_TMP=1 (keep the temporary workspace). Screens are saved to
+# target/helix-e2e/.
+set -uo pipefail
+
+HX_SUITE=trixie
+HX_VERSION=25.01   # the Helix release the snippet is written for; the test asserts it
+# hx and the libraries it needs from trixie (its loader among them); tmux and its libraries.
+PACKAGES=(hx libc6 libgcc-s1 tmux libevent-core-2.1-7t64 libjemalloc2 libsystemd0 libcap2 libtinfo6 libstdc++6)
+DEFAULT_KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+LANGUAGES=(rust python javascript jsx typescript tsx go java c cpp markdown)
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+client="$(dirname "$here")"
+repo="$(cd "$client/../.." && pwd)"
+timeout_s="${HELIX_TEST_TIMEOUT:-60}"
+
+passed=0
+failed=0
+ok() {
+  echo "ok - $*"
+  passed=$((passed + 1))
+}
+not_ok() {
+  echo "not ok - $*"
+  failed=$((failed + 1))
+}
+finish() {
+  echo "$passed passed, $failed failed"
+  [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
+  exit $?
+}
+fail_setup() {
+  echo "helix test: $*" >&2
+  failed=$((failed + 1))
+  finish
+}
+
+export RAGGREP_HOME="${RAGGREP_HOME:-$HOME/.cache/raggrep}"
+bin="${RAGGREP_BIN:-$repo/target/release/raggrep}"
+[ -x "$bin" ] || fail_setup "raggrep binary not found at $bin (build it with cargo build --release, or set RAGGREP_BIN)"
+bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
+[ "$(uname -m)" = x86_64 ] || fail_setup "this test runs Debian's amd64 hx; the machine is $(uname -m)"
+for tool in apt-get apt-config dpkg-deb; do
+  command -v "$tool" >/dev/null || fail_setup "$tool is needed to fetch Helix (a Debian-based machine)"
+done
+
+# --- Helix (and tmux) from Debian trixie, cached ---------------------------------------------
+
+tools="$RAGGREP_HOME/tools/helix-$HX_SUITE"
+root="$tools/root"
+libdir="$root/usr/lib/x86_64-linux-gnu"
+marker="$root/.complete"
+stamp="$HX_SUITE ${PACKAGES[*]}"
+
+# The first URI (and its Signed-By keyring) of this machine's Debian main-archive source: a deb822
+# stanza of type deb with a plain suite name (bookworm, stable; not bookworm-security), or else
+# the same from a one-line sources.list entry. Prints "URI<TAB>KEYRING".
+debian_mirror() {
+  local found
+  found="$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '
+    function plain(s,   a, n, i) { n = split(s, a, /[ \t]+/); for (i = 1; i <= n; i++) if (a[i] != "" && a[i] !~ /[-\/]/) return 1; return 0 }
+    function flush(   u) {
+      if (!done && types ~ /(^|[ \t])deb([ \t]|$)/ && tolower(enabled) != "no" && plain(suites) && uris != "") {
+        split(uris, u, /[ \t]+/); print u[1] "\t" signed; done = 1
+      }
+      types = uris = suites = signed = enabled = ""
+    }
+    /^[ \t]*#/ { next }
+    /^[ \t]*$/ { flush(); next }
+    /^[A-Za-z-]+:/ {
+      key = tolower(substr($0, 1, index($0, ":") - 1)); val = substr($0, index($0, ":") + 1)
+      gsub(/^[ \t]+|[ \t]+$/, "", val)
+      if (key == "types") types = val; else if (key == "uris") uris = val
+      else if (key == "suites") suites = val; else if (key == "signed-by") signed = val
+      else if (key == "enabled") enabled = val
+    }
+    END { flush() }')"
+  if [ -z "$found" ]; then
+    found="$(cat /etc/apt/sources.list 2>/dev/null | awk '
+      $1 == "deb" {
+        i = 2; opts = ""
+        if ($i ~ /^\[/) { while (i <= NF) { opts = opts " " $i; if ($i ~ /\]$/) { i++; break } i++ } }
+        if ($(i + 1) !~ /[-\/]/) {
+          signed = ""; if (match(opts, /signed-by=[^] ]+/)) signed = substr(opts, RSTART + 10, RLENGTH - 10)
+          print $i "\t" signed; exit
+        }
+      }')"
+  fi
+  [ -n "$found" ] && printf '%s\n' "$found"
+}
+
+install_helix() {
+  local apt="$tools/apt" debs="$tools/debs" stage="$tools/root.partial" mirror uri keyring conf deb pkgs=()
+  mirror="$(debian_mirror)" || { echo "no Debian mirror found in /etc/apt/sources.list.d/*.sources or /etc/apt/sources.list"; return 1; }
+  uri="${mirror%%$'\t'*}"
+  keyring="${mirror#*$'\t'}"
+  [ -f "$keyring" ] || keyring="$DEFAULT_KEYRING"
+  [ -f "$keyring" ] || { echo "no Debian archive keyring ($DEFAULT_KEYRING); install debian-archive-keyring"; return 1; }
+  echo "installing Helix from Debian $HX_SUITE ($uri) into $tools"
+  mkdir -p "$apt/state/lists/partial" "$apt/cache/archives/partial" "$apt/sources.list.d" "$apt/preferences.d" "$debs"
+  : >"$apt/status"
+  echo "deb [signed-by=$keyring] $uri $HX_SUITE main" >"$apt/sources.list"
+  # A private apt configuration: the machine's Acquire settings (proxies, timeouts, date checks),
+  # none of its other configuration (hooks, extra index targets), and private lists and state.
+  conf="$apt/apt.conf"
+  {
+    apt-config dump 2>/dev/null | grep '^Acquire::' | grep -v '^Acquire::IndexTargets'
+    cat <<EOF
+Dir::Etc::main "/dev/null";
+Dir::Etc::parts "/dev/null";
+Dir::Etc::sourcelist "$apt/sources.list";
+Dir::Etc::sourceparts "$apt/sources.list.d";
+Dir::Etc::preferences "$apt/preferences";
+Dir::Etc::preferencesparts "$apt/preferences.d";
+Dir::State "$apt/state";
+Dir::State::status "$apt/status";
+Dir::Cache "$apt/cache";
+APT::Architecture "amd64";
+APT::Architectures { "amd64"; };
+Acquire::Languages "none";
+EOF
+    # As root, apt would drop to _apt, which cannot write into a private home directory.
+    [ "$(id -u)" = 0 ] && echo 'APT::Sandbox::User "root";'
+  } >"$conf"
+  APT_CONFIG="$conf" apt-get -q update || { echo "apt-get update ($HX_SUITE) failed"; return 1; }
+  rm -f "$debs"/*.deb
+  for deb in "${PACKAGES[@]}"; do pkgs+=("$deb/$HX_SUITE"); done
+  (cd "$debs" && APT_CONFIG="$conf" apt-get -q download "${pkgs[@]}") || { echo "apt-get download failed"; return 1; }
+  deb="$(ls "$debs"/hx_*.deb 2>/dev/null | head -n 1)"
+  case "$(dpkg-deb -f "$deb" Version 2>/dev/null)" in
+    "$HX_VERSION".*) ;;
+    *) echo "$HX_SUITE's hx is $(dpkg-deb -f "$deb" Version 2>/dev/null), not $HX_VERSION.x"; return 1 ;;
+  esac
+  rm -rf "$stage"
+  mkdir -p "$stage"
+  for deb in "$debs"/*.deb; do
+    dpkg-deb -x "$deb" "$stage" || { echo "cannot extract $deb"; return 1; }
+    dpkg-deb -f "$deb" Package Version | sed 's/^[^:]*: //' | paste -sd' ' >>"$stage/PACKAGES"
+  done
+  rm -rf "$root"
+  mv "$stage" "$root" || return 1
+  echo "$stamp" >"$marker"
+  rm -rf "$debs" "$apt/cache" "$apt/state/lists"
+}
+
+if [ "$(cat "$marker" 2>/dev/null)" != "$stamp" ]; then
+  install_helix || fail_setup "could not install Helix from Debian $HX_SUITE"
+fi
+
+# Launchers: trixie's loader runs the binary with trixie's libraries. Only these processes use
+# them (no LD_LIBRARY_PATH), so the language server Helix spawns runs on the system's libc.
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/raggrep-helix-test.XXXXXX")"
+sock="raggrep-test-$$"
+mkdir -p "$tmp/bin"
+cat >"$tmp/bin/hx" <<EOF
+#!/bin/sh
+HELIX_RUNTIME='$root/usr/lib/hx/runtime' exec '$libdir/ld-linux-x86-64.so.2' --library-path '$libdir' '$root/usr/lib/hx/hx' "\$@"
+EOF
+cat >"$tmp/tmux" <<EOF
+#!/bin/sh
+exec '$libdir/ld-linux-x86-64.so.2' --library-path '$libdir' '$root/usr/bin/tmux' -u -L '$sock' -f /dev/null "\$@"
+EOF
+chmod +x "$tmp/bin/hx" "$tmp/tmux"
+tmux_() { "$tmp/tmux" "$@"; }
+cleanup() {
+  tmux_ kill-server >/dev/null 2>&1
+  [ "${KEEP_TMP:-0}" = 1 ] || rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# The server on PATH as `raggrep`, the name the snippet uses. PATH holds nothing else, so the
+# languages' usual servers are "not found" wherever the test runs (Helix still starts raggrep).
+ln -s "$bin" "$tmp/bin/raggrep"
+
+# An isolated home with the project's snippet as the user's languages.toml.
+home="$tmp/home"
+mkdir -p "$home/.config/helix" "$home/.cache" "$home/.local/share" "$home/.local/state"
+cp "$client/languages.toml" "$home/.config/helix/languages.toml"
+helix_env=(HOME="$home" XDG_CONFIG_HOME="$home/.config" XDG_CACHE_HOME="$home/.cache"
+  XDG_DATA_HOME="$home/.local/share" XDG_STATE_HOME="$home/.local/state" PATH="$tmp/bin"
+  RAGGREP_HOME="$RAGGREP_HOME" LANG=C.UTF-8)
+hx_() { env -i "${helix_env[@]}" TERM=xterm-256color "$tmp/bin/hx" "$@"; }
+strip_ansi() { sed 's/\x1b\[[0-9;]*m//g'; }
+
+# --- hx --version / --health -------------------------------------------------------------------
+
+version="$(hx_ --version 2>&1)"
+if [[ "$version" =~ ^helix\ ${HX_VERSION//./\\.}\.[0-9]+ ]]; then
+  ok "$version (Debian: $(grep '^hx ' "$root/PACKAGES" | cut -d' ' -f2))"
+else
+  not_ok "hx --version: expected helix $HX_VERSION.x, got: $version"
+fi
+
+for lang in "${LANGUAGES[@]}"; do
+  health="$(hx_ --health "$lang" 2>&1 | strip_ansi)"
+  # The "Configured language servers:" block: one "  ✓ name: path" or "  ✘ name: ..." per server.
+  servers="$(awk '/^Configured language servers:/ { on = 1; next } on && /^  / { print; next } { on = 0 }' <<<"$health")"
+  last="$(tail -n 1 <<<"$servers")"
+  if [ "$last" = "  ✓ raggrep: $tmp/bin/raggrep" ] && [ "$(wc -l <<<"$servers")" -ge 2 ]; then
+    ok "hx --health $lang: raggrep found, after $(head -n -1 <<<"$servers" | sed 's/^  . \([^:]*\):.*/\1/' | paste -sd, -)"
+  else
+    not_ok "hx --health $lang: raggrep not listed last and found"
+    echo "$health" | sed 's/^/    /'
+  fi
+done
+
+# --- Helix in tmux -------------------------------------------------------------------------------
+
+ws="$tmp/ws"
+cp -R "$repo/tests/fixtures/polyglot" "$ws"
+mkdir -p "$ws/.git"   # a project marker: no "index this folder?" prompt
+nfiles="$(find "$ws" -type f -not -path '*/.git/*' | wc -l)"
+log="$tmp/helix.log"
+out="$repo/target/helix-e2e"
+mkdir -p "$out"
+rm -f "$out"/*.txt
+
+cat >"$tmp/start" <<EOF
+#!/bin/sh
+cd '$ws' || exit 1
+env -i $(printf "'%s' " "${helix_env[@]}") TERM="\$TERM" '$tmp/bin/hx' --log '$log' -v src/auth.py
+echo "[hx exited with status \$?]"
+exec sleep 86400
+EOF
+chmod +x "$tmp/start"
+
+screen=""
+capture() { screen="$(tmux_ capture-pane -p -t hx 2>/dev/null)"; }
+# wait_for REGEX: polls the screen until a line matches (true) or the timeout passes (false).
+wait_for() {
+  local deadline=$((SECONDS + timeout_s))
+  while :; do
+    capture
+    grep -Eq -- "$1" <<<"$screen" && return 0
+    [ "$SECONDS" -ge "$deadline" ] && return 1
+    sleep 0.2
+  done
+}
+keys() { tmux_ send-keys -t hx "$@"; }
+show_failure() {
+  echo "    --- screen"
+  sed 's/^/    | /' <<<"$screen"
+  if [ -f "$log" ]; then
+    echo "    --- helix.log (tail)"
+    tail -n 20 "$log" | cut -c1-300 | sed 's/^/    | /'
+  fi
+  if [ -f "$ws/.raggrep/raggrep.log" ]; then
+    echo "    --- .raggrep/raggrep.log (tail)"
+    tail -n 10 "$ws/.raggrep/raggrep.log" | sed 's/^/    | /'
+  fi
+}
+# The picker's selected row: "│ > <kind> <name> <path>".
+row() { printf '│ > [a-z]+ +%s +%s ' "$1" "${2//./\\.}"; }
+
+tmux_ new-session -d -x 200 -y 50 -s hx "$tmp/start" || fail_setup "cannot start tmux"
+
+if wait_for '^ NOR .*src/auth\.py'; then
+  ok "Helix opened src/auth.py"
+else
+  not_ok "Helix did not open src/auth.py"
+  show_failure
+  finish
+fi
+
+# Indexing runs in the background; poll the index from outside until every file is embedded.
+deadline=$((SECONDS + timeout_s))
+status=""
+while :; do
+  status="$("$bin" status --root "$ws" --json 2>/dev/null)"
+  files="$(grep -o '"files":[0-9]*' <<<"$status" | cut -d: -f2)"
+  pending="$(grep -o '"pending":[0-9]*' <<<"$status" | cut -d: -f2)"
+  chunks="$(grep -o '"chunks":[0-9]*' <<<"$status" | cut -d: -f2)"
+  embedded="$(grep -o '"embedded":[0-9]*' <<<"$status" | cut -d: -f2)"
+  if [ "${files:-0}" -eq "$nfiles" ] && [ "${pending:-1}" -eq 0 ] && [ "${chunks:-0}" -gt 0 ] && [ "$embedded" = "$chunks" ]; then
+    break
+  fi
+  [ "$SECONDS" -ge "$deadline" ] && break
+  sleep 0.2
+done
+if [ "${files:-0}" -eq "$nfiles" ] && [ "${pending:-1}" -eq 0 ]; then
+  ok "the server indexed the workspace ($files files, $chunks chunks)"
+else
+  not_ok "the server did not index the workspace within ${timeout_s}s (status: ${status:-none})"
+  capture
+  show_failure
+  finish
+fi
+
+# ask QUERY SYMBOL PATH: opens the workspace-symbol picker, types the question, and waits until
+# SYMBOL (in PATH) is the picker's first, selected row.
+ask() {
+  keys Escape
+  keys Space
+  keys S
+  if ! wait_for '│ +kind +name +path'; then
+    not_ok "space S did not open the workspace-symbol picker"
+    show_failure
+    return 1
+  fi
+  keys -l "$1"
+  if wait_for "$(row "$2" "$3")" && grep -q "│ $1 " <<<"$screen"; then
+    ok "space S \"$1\": $2 ($3) is the first result"
+  else
+    not_ok "space S \"$1\": $2 ($3) is not the first result"
+    show_failure
+    return 1
+  fi
+}
+
+# unfiltered QUERY: the picker on screen lists every result the server returns for QUERY, in the
+# server's order (the CLI's answer from the same index: named hits, k = 20 as in workspace/symbol).
+# Polls, since results for a prefix of the question may still be on screen for a moment.
+unfiltered() {
+  local expected count names shown missing deadline=$((SECONDS + timeout_s))
+  expected="$("$bin" query --root "$ws" --json -k 20 "$1" 2>/dev/null)"
+  count="$(grep -o '"symbol":' <<<"$expected" | wc -l)"
+  names="$(grep -o '"symbol":"[^"]*"' <<<"$expected" | sed 's/^"symbol":"//; s/"$//')"
+  while :; do
+    capture
+    shown="$(sed -n "s/^.*│ $1 *\([0-9]*\)\/\([0-9]*\) .*/\1 \2/p" <<<"$screen")"
+    # The left pane's rows under the column header, as one text; each name must follow the last.
+    missing="$(sed 's/││.*//' <<<"$screen" | sed -n '/│ *kind *name *path/,$p' | tr '\n' ' ' |
+      NAMES="$names" awk '{
+        n = split(ENVIRON["NAMES"], name, "\n"); text = $0; pos = 1
+        for (i = 1; i <= n; i++) {
+          j = index(substr(text, pos), " " name[i] " ")
+          if (j == 0) { print name[i]; exit }
+          pos += j + length(name[i])
+        }
+      }')"
+    if [ "$count" -gt 0 ] && [ "$shown" = "$count $count" ] && [ -z "$missing" ]; then
+      ok "space S \"$1\": all $count server results shown, unfiltered, in the server's order"
+      return 0
+    fi
+    [ "$SECONDS" -ge "$deadline" ] && break
+    sleep 0.2
+  done
+  not_ok "space S \"$1\": picker shows ${shown:-?} (matched/total), server returned $count${missing:+; out of order or missing: $missing}"
+  show_failure
+  return 1
+}
+
+ask "load configuration from environment" loadConfig web/config.ts && unfiltered "load configuration from environment"
+ask "multiply two matrices" matmul lib/matrix.c && unfiltered "multiply two matrices"
+printf '%s\n' "$screen" >"$out/symbol-picker.txt"
+
+# Enter jumps to the selected symbol.
+keys Enter
+if wait_for '^ NOR .*lib/matrix\.c'; then
+  ok "Enter opened lib/matrix.c"
+else
+  not_ok "Enter did not open lib/matrix.c"
+  show_failure
+fi
+
+# space a lists the server's code action; running it sends workspace/executeCommand, whose result
+# Helix does not show (it only logs it).
+keys Escape
+keys Space
+keys a
+if wait_for 'Find similar code'; then
+  printf '%s\n' "$screen" >"$out/code-action.txt"
+  ok "space a offers \"Find similar code\""
+  keys Enter
+  deadline=$((SECONDS + timeout_s))
+  until grep -q 'raggrep <- {"jsonrpc":"2.0","result":{"results":\[{' "$log" 2>/dev/null || [ "$SECONDS" -ge "$deadline" ]; do
+    sleep 0.2
+  done
+  if grep -q '"method":"workspace/executeCommand","params":{"arguments":\[{[^]]*matrix\.c"}\],"command":"raggrep\.findSimilar"' "$log" &&
+    grep -q 'raggrep <- {"jsonrpc":"2.0","result":{"results":\[{' "$log"; then
+    ok "the code action ran raggrep.findSimilar and the server answered with results"
+  else
+    not_ok "the code action did not round-trip raggrep.findSimilar"
+    capture
+    show_failure
+  fi
+else
+  not_ok "space a did not offer \"Find similar code\""
+  show_failure
+fi
+
+# :quit-all! exits Helix (and with it the server) cleanly.
+keys Escape
+keys -l ':qa!'
+keys Enter
+if wait_for '^\[hx exited with status 0\]'; then
+  ok "Helix quit cleanly"
+else
+  not_ok "Helix did not quit cleanly"
+  show_failure
+fi
+
+finish
