@@ -1,0 +1,477 @@
+// The VS Code client of `raggrep lsp`: starts the server, passes settings, and puts its results
+// into VS Code's own UI. All search logic is in the server.
+
+import * as os from 'node:os';
+import * as vscode from 'vscode';
+import {
+  DidChangeConfigurationNotification,
+  ExecuteCommandRequest,
+  LanguageClient,
+  LanguageClientOptions,
+  ServerOptions,
+  State,
+  WorkDoneProgress,
+  WorkDoneProgressCreateRequest,
+} from 'vscode-languageclient/node';
+import { showResults, showSearch } from './pick';
+import {
+  BarState,
+  foldProgress,
+  formatStatus,
+  Hit,
+  hitRange,
+  hitUri,
+  Range,
+  SearchResult,
+  serverSettings,
+  similarRange,
+  similarTitle,
+  Status,
+  statusBar,
+  statusRoots,
+} from './results';
+import { findServer } from './server';
+
+/** The command the server's "Find similar code" code action names (run on the server). */
+const SERVER_FIND_SIMILAR = 'raggrep.findSimilar';
+
+type Progress = { title?: string; message?: string; percentage?: number };
+
+class Raggrep implements vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private starting: Promise<void> | undefined;
+  private startError: { message: string; fix?: string } | undefined;
+  private readonly output: vscode.OutputChannel;
+  private readonly bar: vscode.StatusBarItem;
+  private readonly progress = new Map<string, Progress>();
+  private status: Status | undefined;
+  private sentSettings = '';
+  private statusTimer: NodeJS.Timeout | undefined;
+  private readonly disposables: vscode.Disposable[] = [];
+
+  constructor(private readonly context: vscode.ExtensionContext) {
+    this.output = vscode.window.createOutputChannel('raggrep');
+    this.bar = vscode.window.createStatusBarItem('raggrep.status', vscode.StatusBarAlignment.Left, 10);
+    this.bar.name = 'raggrep';
+    this.bar.command = 'raggrep.showStatus';
+    this.disposables.push(this.output, this.bar);
+  }
+
+  dispose(): void {
+    if (this.statusTimer) clearTimeout(this.statusTimer);
+    for (const d of this.disposables) d.dispose();
+  }
+
+  private config(): vscode.WorkspaceConfiguration {
+    return vscode.workspace.getConfiguration('raggrep');
+  }
+
+  private settings(): Record<string, unknown> {
+    const config = this.config();
+    return serverSettings((key) => config.get(key));
+  }
+
+  private show(state: BarState): void {
+    const view = statusBar(state);
+    this.bar.text = view.text;
+    this.bar.tooltip = view.tooltip;
+    this.bar.show();
+  }
+
+  /** The bar from what is known: running progress first, else the last status. */
+  private render(): void {
+    if (this.startError) {
+      this.show({ kind: 'error', message: this.startError.message });
+      return;
+    }
+    if (!vscode.workspace.workspaceFolders?.length) {
+      this.show({ kind: 'noFolder' });
+      return;
+    }
+    const running = [...this.progress.values()].pop();
+    if (running) {
+      this.show({ kind: 'progress', ...running });
+    } else if (this.status) {
+      this.show({ kind: 'status', status: this.status });
+    } else {
+      this.show({ kind: 'starting' });
+    }
+  }
+
+  /** Starts the server for the open folders (no folder: nothing to index, no server). */
+  async start(): Promise<void> {
+    if (this.starting) return this.starting;
+    this.starting = this.doStart().finally(() => {
+      this.starting = undefined;
+    });
+    return this.starting;
+  }
+
+  private async doStart(): Promise<void> {
+    this.startError = undefined;
+    this.status = undefined;
+    this.progress.clear();
+    if (!vscode.workspace.workspaceFolders?.length) {
+      this.render();
+      return;
+    }
+    this.render();
+    const config = this.config();
+    const found = findServer({
+      configured: config.get<string>('server.path'),
+      extensionPath: this.context.extensionPath,
+      env: process.env,
+    });
+    if (!found.ok) {
+      this.startError = { message: found.message, fix: found.fix };
+      this.render();
+      this.output.appendLine(`${found.message} ${found.fix}`);
+      void vscode.window
+        .showErrorMessage(`raggrep: ${found.message} ${found.fix}`, 'Open Settings', 'Retry')
+        .then((choice) => {
+          if (choice === 'Open Settings') {
+            void vscode.commands.executeCommand('workbench.action.openSettings', 'raggrep.server.path');
+          } else if (choice === 'Retry') {
+            void this.restart();
+          }
+        });
+      return;
+    }
+    this.output.appendLine(`starting ${found.path} lsp (found via ${found.source})`);
+    const env = { ...process.env, ...(config.get<Record<string, string>>('server.env') ?? {}) };
+    const serverOptions: ServerOptions = { command: found.path, args: ['lsp'], options: { env } };
+    const settings = this.settings();
+    this.sentSettings = JSON.stringify(settings);
+    const clientOptions: LanguageClientOptions = {
+      // The server indexes every file of the workspace folders; open files of any language
+      // are synced so that unsaved edits are searchable.
+      documentSelector: [{ scheme: 'file' }],
+      initializationOptions: settings,
+      outputChannel: this.output,
+      middleware: {
+        // The code action's command runs on the server and its result would be dropped: route it
+        // to our command, which runs it and shows the results.
+        provideCodeActions: async (document, range, context, token, next) => {
+          const actions = await next(document, range, context, token);
+          return actions?.map((action) => rerouteFindSimilar(action));
+        },
+      },
+    };
+    const client = new LanguageClient('raggrep', 'raggrep', serverOptions, clientOptions);
+    this.client = client;
+    client.onNotification('raggrep/indexUpdated', () => this.refreshStatus());
+    let started = false;
+    client.onDidChangeState((e) => {
+      if (this.client !== client) return;
+      if (e.newState === State.Stopped) {
+        // Crashed (the client restarts it a few times) or gave up.
+        this.startError = { message: 'the language server stopped (see the "raggrep" output channel)' };
+        this.progress.clear();
+        this.render();
+      } else if (e.newState === State.Running && started) {
+        // Restarted after a crash: the client's own progress handler came back with it.
+        this.startError = undefined;
+        this.trackProgress(client);
+        void this.refreshStatus();
+      }
+    });
+    try {
+      await client.start();
+    } catch (err) {
+      this.startError = { message: `the language server did not start: ${errorText(err)}` };
+      this.render();
+      return;
+    }
+    started = true;
+    this.startError = undefined;
+    this.trackProgress(client);
+    await this.refreshStatus();
+  }
+
+  get running(): boolean {
+    return this.client !== undefined;
+  }
+
+  /**
+   * Indexing progress for the status bar. The server creates a work-done token per indexing run
+   * and reports `$/progress` on it; this handler replaces the client's generic one (a window
+   * progress that would duplicate the status-bar item).
+   */
+  private trackProgress(client: LanguageClient): void {
+    client.onRequest(WorkDoneProgressCreateRequest.type, ({ token }) => {
+      const key = String(token);
+      const sub = client.onProgress(WorkDoneProgress.type, token, (value) => {
+        const next = foldProgress(this.progress.get(key), value);
+        if (next) {
+          this.progress.set(key, next);
+          this.render();
+        } else {
+          this.progress.delete(key);
+          sub.dispose();
+          void this.refreshStatus();
+        }
+      });
+    });
+  }
+
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.start();
+  }
+
+  async stop(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    if (client) {
+      try {
+        await client.stop(5000);
+      } catch {
+        // already stopped
+      }
+    }
+  }
+
+  /** Runs a raggrep command on the server (workspace/executeCommand) and returns its result. */
+  async execute<T>(command: string, args?: unknown): Promise<T> {
+    if (this.starting) await this.starting;
+    if (this.startError) {
+      throw new Error(`${this.startError.message}${this.startError.fix ? ' ' + this.startError.fix : ''}`);
+    }
+    const client = this.client;
+    if (!client || client.state !== State.Running) {
+      throw new Error(vscode.workspace.workspaceFolders?.length ? 'the language server is not running' : 'open a folder first: raggrep indexes workspace folders');
+    }
+    const result = await client.sendRequest(ExecuteCommandRequest.type, {
+      command,
+      arguments: args === undefined ? [] : [args],
+    });
+    return (result ?? {}) as T;
+  }
+
+  async refreshStatus(): Promise<void> {
+    if (!this.client || this.client.state !== State.Running) return;
+    try {
+      this.status = await this.execute<Status>('raggrep.status');
+    } catch (err) {
+      this.output.appendLine(`raggrep.status failed: ${errorText(err)}`);
+    }
+    this.render();
+    // Indexing without a progress report (nothing to embed): look again shortly.
+    if (this.statusTimer) clearTimeout(this.statusTimer);
+    if (this.progress.size === 0 && statusRoots(this.status).some((r) => r.indexing)) {
+      this.statusTimer = setTimeout(() => void this.refreshStatus(), 2000);
+    }
+  }
+
+  /** Settings changed: restart for server.*, else send the server's keys if they changed. */
+  async configurationChanged(e: vscode.ConfigurationChangeEvent): Promise<void> {
+    if (e.affectsConfiguration('raggrep.server')) {
+      await this.restart();
+      return;
+    }
+    if (!e.affectsConfiguration('raggrep')) return;
+    const settings = this.settings();
+    const json = JSON.stringify(settings);
+    if (json === this.sentSettings || !this.client || this.client.state !== State.Running) return;
+    this.sentSettings = json;
+    await this.client.sendNotification(DidChangeConfigurationNotification.type, { settings });
+    await this.refreshStatus();
+  }
+
+  // Commands.
+
+  search(): void {
+    const editor = vscode.window.activeTextEditor;
+    const selected = editor && !editor.selection.isEmpty && editor.selection.isSingleLine ? editor.document.getText(editor.selection) : '';
+    showSearch((query) => this.execute<SearchResult>('raggrep.search', { query }), selected.trim());
+  }
+
+  async findSimilar(args?: unknown): Promise<void> {
+    let uri: string;
+    let range: Range;
+    if (isSimilarArgs(args)) {
+      ({ uri, range } = args);
+    } else {
+      const editor = vscode.window.activeTextEditor;
+      if (!editor) {
+        void vscode.window.showWarningMessage('raggrep: open a file and put the cursor in a function (or select code) to find similar code.');
+        return;
+      }
+      uri = editor.document.uri.toString();
+      const s = editor.selection;
+      range = similarRange({
+        start: { line: s.start.line, character: s.start.character },
+        end: { line: s.end.line, character: s.end.character },
+      });
+    }
+    let result: { results?: Hit[] };
+    try {
+      result = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Window, title: 'raggrep: finding similar code' },
+        () => this.execute<{ results?: Hit[] }>(SERVER_FIND_SIMILAR, { uri, range }),
+      );
+    } catch (err) {
+      void vscode.window.showErrorMessage(`raggrep: Find Similar Code failed: ${errorText(err)}`);
+      return;
+    }
+    const hits = result.results ?? [];
+    const source = vscode.Uri.parse(uri);
+    const title = similarTitle(vscode.workspace.asRelativePath(source, false), range);
+    if (hits.length === 0) {
+      void vscode.window.showInformationMessage(`raggrep: no similar code found (${title.toLowerCase()}).`);
+      return;
+    }
+    if (this.config().get<string>('findSimilar.show') === 'quickPick') {
+      showResults(`raggrep: ${title}`, hits);
+      return;
+    }
+    const locations = hits.map((hit) => {
+      const r = hitRange(hit);
+      return new vscode.Location(vscode.Uri.parse(hitUri(hit)), new vscode.Range(r.start.line, 0, r.end.line, 0));
+    });
+    const position = new vscode.Position(range.start.line, 0);
+    const editor = vscode.window.activeTextEditor;
+    if (!editor || editor.document.uri.toString() !== source.toString()) {
+      await vscode.window.showTextDocument(source, { selection: new vscode.Range(position, position) });
+    }
+    await vscode.commands.executeCommand('editor.action.peekLocations', source, position, locations, 'peek');
+  }
+
+  async reindex(): Promise<void> {
+    try {
+      const result = await this.execute<{ queued?: number }>('raggrep.reindex');
+      const n = result.queued ?? 0;
+      void vscode.window.showInformationMessage(`raggrep: reindexing ${n} workspace folder${n === 1 ? '' : 's'}.`);
+      await this.refreshStatus();
+    } catch (err) {
+      void vscode.window.showErrorMessage(`raggrep: Reindex failed: ${errorText(err)}`);
+    }
+  }
+
+  async showStatus(): Promise<void> {
+    if (this.startError) {
+      const choice = await vscode.window.showErrorMessage(
+        `raggrep: ${this.startError.message}${this.startError.fix ? ' ' + this.startError.fix : ''}`,
+        'Open Settings',
+        'Restart',
+        'Show Log',
+      );
+      if (choice === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'raggrep.server.path');
+      if (choice === 'Restart') void this.restart();
+      if (choice === 'Show Log') this.output.show();
+      return;
+    }
+    let status: Status;
+    try {
+      status = await this.execute<Status>('raggrep.status');
+    } catch (err) {
+      void vscode.window.showErrorMessage(`raggrep: Show Status failed: ${errorText(err)}`);
+      return;
+    }
+    this.status = status;
+    this.render();
+    const lines = formatStatus(status, os.homedir());
+    this.output.appendLine(`status:\n  ${lines.join('\n  ')}`);
+    const choice = await vscode.window.showInformationMessage(`raggrep: ${lines.join('; ')}`, 'Reindex', 'Toggle', 'Show Log');
+    if (choice === 'Reindex') void this.reindex();
+    if (choice === 'Toggle') void this.toggle();
+    if (choice === 'Show Log') this.output.show();
+  }
+
+  /** Turns indexing of the current workspace folder on/off (the server remembers it). */
+  async toggle(): Promise<void> {
+    const folders = vscode.workspace.workspaceFolders ?? [];
+    let folder: vscode.WorkspaceFolder | undefined;
+    const active = vscode.window.activeTextEditor?.document.uri;
+    if (active) folder = vscode.workspace.getWorkspaceFolder(active);
+    if (!folder && folders.length === 1) folder = folders[0];
+    if (!folder && folders.length > 1) folder = await vscode.window.showWorkspaceFolderPick({ placeHolder: 'Toggle raggrep indexing for which folder?' });
+    if (!folder) {
+      if (folders.length === 0) void vscode.window.showWarningMessage('raggrep: open a folder first.');
+      return;
+    }
+    try {
+      const result = await this.execute<{ roots?: { root: string; enabled: boolean }[] }>('raggrep.toggle', { uri: folder.uri.toString() });
+      const roots = result.roots ?? [];
+      if (roots.length === 0) {
+        void vscode.window.showWarningMessage(`raggrep: ${folder.name} is not a folder the server knows yet (it is starting).`);
+      }
+      for (const r of roots) {
+        void vscode.window.showInformationMessage(`raggrep: indexing of ${folder.name} is now ${r.enabled ? 'on' : 'off'}.`);
+      }
+      await this.refreshStatus();
+    } catch (err) {
+      void vscode.window.showErrorMessage(`raggrep: Toggle failed: ${errorText(err)}`);
+    }
+  }
+
+  /** The best chunks for a question under a token budget, in a new Markdown document. */
+  async contextForQuestion(): Promise<void> {
+    const query = await vscode.window.showInputBox({ title: 'raggrep: Context for a Question', prompt: 'The question to gather code for' });
+    if (!query?.trim()) return;
+    try {
+      const result = await this.execute<{ text?: string; tokens?: number; sources?: string[] }>('raggrep.context', { query: query.trim() });
+      const doc = await vscode.workspace.openTextDocument({ language: 'markdown', content: result.text ?? '' });
+      await vscode.window.showTextDocument(doc, { preview: false });
+      void vscode.window.showInformationMessage(`raggrep: ${result.tokens ?? 0} tokens from ${(result.sources ?? []).length} sources.`);
+    } catch (err) {
+      void vscode.window.showErrorMessage(`raggrep: Context failed: ${errorText(err)}`);
+    }
+  }
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+function isSimilarArgs(value: unknown): value is { uri: string; range: Range } {
+  const v = value as { uri?: unknown; range?: Range };
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    typeof v.uri === 'string' &&
+    typeof v.range?.start?.line === 'number' &&
+    typeof v.range?.end?.line === 'number'
+  );
+}
+
+function rerouteFindSimilar(action: vscode.Command | vscode.CodeAction): vscode.Command | vscode.CodeAction {
+  if (action instanceof vscode.CodeAction) {
+    if (action.command?.command === SERVER_FIND_SIMILAR) {
+      action.command = { ...action.command, command: 'raggrep.findSimilarCode' };
+    }
+    return action;
+  }
+  if ((action as vscode.Command).command === SERVER_FIND_SIMILAR) {
+    return { ...(action as vscode.Command), command: 'raggrep.findSimilarCode' };
+  }
+  return action;
+}
+
+let raggrep: Raggrep | undefined;
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  const r = new Raggrep(context);
+  raggrep = r;
+  context.subscriptions.push(
+    r,
+    vscode.commands.registerCommand('raggrep.semanticSearch', () => r.search()),
+    vscode.commands.registerCommand('raggrep.findSimilarCode', (args?: unknown) => r.findSimilar(args)),
+    vscode.commands.registerCommand('raggrep.reindexWorkspace', () => r.reindex()),
+    vscode.commands.registerCommand('raggrep.showStatus', () => r.showStatus()),
+    vscode.commands.registerCommand('raggrep.toggleWorkspace', () => r.toggle()),
+    vscode.commands.registerCommand('raggrep.contextForQuestion', () => r.contextForQuestion()),
+    vscode.commands.registerCommand('raggrep.restartServer', () => r.restart()),
+    vscode.workspace.onDidChangeConfiguration((e) => void r.configurationChanged(e)),
+    vscode.workspace.onDidChangeWorkspaceFolders(() => {
+      // The running client tells the server itself; only start one when the first folder opens.
+      if (vscode.workspace.workspaceFolders?.length && !r.running) void r.start();
+    }),
+  );
+  void r.start();
+}
+
+export async function deactivate(): Promise<void> {
+  await raggrep?.stop();
+  raggrep = undefined;
+}

@@ -1,0 +1,147 @@
+// The QuickPick for search results: queried as you type, never re-filtered by VS Code.
+
+import * as vscode from 'vscode';
+import { HitItem, Hit, resultsToItems, searchTitle, SearchResult } from './results';
+
+export const DEBOUNCE_MS = 200;
+
+type Row = vscode.QuickPickItem & { target?: HitItem };
+
+const openToSide: vscode.QuickInputButton = {
+  iconPath: new vscode.ThemeIcon('split-horizontal'),
+  tooltip: 'Open to the Side',
+};
+
+function multiRoot(): boolean {
+  return (vscode.workspace.workspaceFolders?.length ?? 0) > 1;
+}
+
+/** Rows from hits. `alwaysShow` keeps VS Code's own fuzzy filter from hiding any of them. */
+function rows(hits: Hit[] | undefined, alwaysShow: boolean): Row[] {
+  return resultsToItems(hits, { multiRoot: multiRoot() }).map((item) => ({
+    label: item.label,
+    description: item.description,
+    detail: item.detail,
+    alwaysShow,
+    buttons: [openToSide],
+    target: item,
+  }));
+}
+
+function messageRow(label: string, detail?: string): Row {
+  return { label, detail, alwaysShow: true };
+}
+
+/**
+ * Keeps the server's order: VS Code filters QuickPick rows against the typed text (label,
+ * description, detail) and, by default, sorts rows whose label matches to the top. Rows have
+ * `alwaysShow`, description/detail matching is off, and label sorting is turned off where the
+ * running VS Code accepts it (the `sortByLabel` property, settable since 1.81's extension host).
+ */
+function unfiltered(pick: vscode.QuickPick<Row>): void {
+  pick.matchOnDescription = false;
+  pick.matchOnDetail = false;
+  try {
+    (pick as unknown as { sortByLabel: boolean }).sortByLabel = false;
+  } catch {
+    // An extension host that guards the property: rows stay visible (alwaysShow), and only a
+    // label that contains the whole query moves up.
+  }
+}
+
+export async function openHit(item: HitItem, toSide = false): Promise<void> {
+  const uri = vscode.Uri.parse(item.uri);
+  const range = new vscode.Range(item.range.start.line, 0, item.range.start.line, 0);
+  const editor = await vscode.window.showTextDocument(uri, {
+    selection: range,
+    preview: !toSide,
+    viewColumn: toSide ? vscode.ViewColumn.Beside : undefined,
+  });
+  const full = new vscode.Range(item.range.start.line, 0, item.range.end.line, 0);
+  editor.revealRange(full, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+}
+
+function wireOpen(pick: vscode.QuickPick<Row>): void {
+  pick.onDidAccept(() => {
+    const row = pick.selectedItems[0] ?? pick.activeItems[0];
+    if (row?.target) {
+      pick.hide();
+      void openHit(row.target);
+    }
+  });
+  pick.onDidTriggerItemButton((e) => {
+    if (e.item.target) {
+      void openHit(e.item.target, true);
+    }
+  });
+}
+
+export type Search = (query: string) => Promise<SearchResult>;
+
+/**
+ * "raggrep: Semantic Search": a QuickPick that asks the server (`raggrep.search`) as you type,
+ * debounced; the newest query wins, older answers are dropped.
+ */
+export function showSearch(search: Search, initial = ''): vscode.QuickPick<Row> {
+  const pick = vscode.window.createQuickPick<Row>();
+  pick.title = 'raggrep: Semantic Search';
+  pick.placeholder = 'Describe the code you are looking for, e.g. "where do we validate tokens"';
+  unfiltered(pick);
+  wireOpen(pick);
+  let timer: NodeJS.Timeout | undefined;
+  let generation = 0;
+
+  const run = async (query: string, mine: number) => {
+    pick.busy = true;
+    try {
+      const result = await search(query);
+      if (mine !== generation) return;
+      const items = rows(result.results, true);
+      pick.title = searchTitle(result);
+      pick.items = items.length > 0 ? items : [messageRow('$(info) No results', result.partial ? 'The index is still being built.' : undefined)];
+    } catch (err) {
+      if (mine !== generation) return;
+      pick.title = 'raggrep: Semantic Search';
+      pick.items = [messageRow('$(error) Search failed', err instanceof Error ? err.message : String(err))];
+    } finally {
+      if (mine === generation) pick.busy = false;
+    }
+  };
+
+  pick.onDidChangeValue((value) => {
+    generation += 1;
+    const mine = generation;
+    if (timer) clearTimeout(timer);
+    const query = value.trim();
+    if (query === '') {
+      pick.busy = false;
+      pick.title = 'raggrep: Semantic Search';
+      pick.items = [];
+      return;
+    }
+    timer = setTimeout(() => void run(query, mine), DEBOUNCE_MS);
+  });
+  pick.onDidHide(() => {
+    generation += 1;
+    if (timer) clearTimeout(timer);
+    pick.dispose();
+  });
+  pick.show();
+  if (initial) {
+    pick.value = initial;
+  }
+  return pick;
+}
+
+/** A fixed list of results (Find Similar in a QuickPick). */
+export function showResults(title: string, hits: Hit[] | undefined): void {
+  const pick = vscode.window.createQuickPick<Row>();
+  pick.title = title;
+  pick.placeholder = 'Type to filter';
+  const items = rows(hits, false);
+  pick.items = items.length > 0 ? items : [messageRow('$(info) No similar code found')];
+  pick.matchOnDescription = true;
+  wireOpen(pick);
+  pick.onDidHide(() => pick.dispose());
+  pick.show();
+}

@@ -1,0 +1,363 @@
+// Server results → what the editor shows. Pure functions, no `vscode` import, so they are
+// unit-tested with node's test runner (test/unit/results.test.ts).
+//
+// Shapes are the server's (README "Language server", server/src/lsp/to_proto.rs): a hit is the
+// `raggrep query --json` hit object (1-based inclusive lines) plus `uri`, `range` (0-based LSP
+// range over whole lines, ending at column 0 of the line after the hit) and `root`.
+
+import * as path from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+export interface Position {
+  line: number;
+  character: number;
+}
+
+export interface Range {
+  start: Position;
+  end: Position;
+}
+
+export interface Hit {
+  path: string;
+  start_line: number;
+  end_line: number;
+  score: number;
+  symbol?: string | null;
+  kind?: string;
+  language?: string;
+  snippet?: string;
+  uri?: string;
+  range?: Range;
+  root?: string;
+}
+
+/** `raggrep.search` result; `raggrep.findSimilar` has only `results`. */
+export interface SearchResult {
+  query?: string;
+  took_ms?: number;
+  partial?: boolean;
+  results?: Hit[];
+}
+
+/** One root of `raggrep.status` (the fields of `raggrep status --json` plus the live state). */
+export interface RootStatus {
+  root?: string;
+  files?: number;
+  chunks?: number;
+  pending?: number;
+  skipped?: number;
+  enabled?: boolean;
+  indexing?: boolean;
+  partial?: boolean;
+  last_error?: string | null;
+  memory_level?: string;
+  reason?: string | null;
+  model?: string;
+}
+
+/** `raggrep.status`: the first root's fields plus `roots`. */
+export interface Status extends RootStatus {
+  roots?: RootStatus[];
+}
+
+/** A result as a QuickPick row, plus where it leads. */
+export interface HitItem {
+  label: string;
+  description: string;
+  detail: string;
+  uri: string;
+  range: Range;
+  /** 1-based first line, for messages and tests. */
+  line: number;
+  hit: Hit;
+}
+
+/** The first non-blank line of a snippet, trimmed and shortened. */
+export function firstLine(snippet: string | null | undefined, max = 120): string {
+  for (const line of (snippet ?? '').split('\n')) {
+    const trimmed = line.trim();
+    if (trimmed !== '') {
+      return trimmed.length > max ? `${trimmed.slice(0, max - 1)}…` : trimmed;
+    }
+  }
+  return '';
+}
+
+const KIND_ICONS: Record<string, string> = {
+  function: 'symbol-function',
+  method: 'symbol-method',
+  class: 'symbol-class',
+  impl: 'symbol-class',
+  struct: 'symbol-struct',
+  enum: 'symbol-enum',
+  interface: 'symbol-interface',
+  trait: 'symbol-interface',
+  module: 'symbol-module',
+  type: 'symbol-type-parameter',
+  macro: 'symbol-function',
+  section: 'symbol-key',
+  code: 'symbol-file',
+  text: 'symbol-file',
+};
+
+/** Codicon name for a chunk kind. */
+export function kindIcon(kind: string | undefined): string {
+  return (kind && KIND_ICONS[kind]) || 'symbol-file';
+}
+
+/** Scores are in [0, 1] after fusion; two decimals are enough to compare rows. */
+export function formatScore(score: number | undefined): string {
+  return typeof score === 'number' && Number.isFinite(score) ? score.toFixed(2) : '?';
+}
+
+/** The file URI of a hit: the server's `uri`, else `root` + `path`. */
+export function hitUri(hit: Hit): string {
+  if (typeof hit.uri === 'string' && hit.uri !== '') {
+    return hit.uri;
+  }
+  const file = hit.root ? path.join(hit.root, hit.path) : hit.path;
+  return pathToFileURL(file).toString();
+}
+
+/** The hit's LSP range: the server's `range`, else one computed from its 1-based lines. */
+export function hitRange(hit: Hit): Range {
+  if (hit.range && hit.range.start && hit.range.end) {
+    return hit.range;
+  }
+  return lineRange(hit.start_line, hit.end_line);
+}
+
+/** 1-based inclusive lines → the LSP range the server uses (whole lines). */
+export function lineRange(startLine: number, endLine: number): Range {
+  return {
+    start: { line: Math.max(0, startLine - 1), character: 0 },
+    end: { line: Math.max(startLine, endLine), character: 0 },
+  };
+}
+
+export interface ItemOptions {
+  /** Prefix paths with their root's folder name (multi-root workspaces). */
+  multiRoot?: boolean;
+}
+
+/**
+ * A hit as a QuickPick row:
+ *   label        `$(symbol-function) validate_token` (or the chunk's first line if it has no symbol)
+ *   description  `src/auth.py:19`  (`folder · src/auth.py:19` in a multi-root workspace)
+ *   detail       `1.00 · function · def validate_token(store, token):`
+ */
+export function hitToItem(hit: Hit, options: ItemOptions = {}): HitItem {
+  const first = firstLine(hit.snippet);
+  const symbol = typeof hit.symbol === 'string' && hit.symbol !== '' ? hit.symbol : undefined;
+  const name = symbol ?? (first || hit.path);
+  let where = `${hit.path}:${hit.start_line}`;
+  if (options.multiRoot && hit.root) {
+    where = `${path.basename(hit.root)} · ${where}`;
+  }
+  const detailParts = [formatScore(hit.score)];
+  if (hit.kind) {
+    detailParts.push(hit.kind);
+  }
+  if (symbol && first) {
+    detailParts.push(first);
+  }
+  return {
+    label: `$(${kindIcon(hit.kind)}) ${name}`,
+    description: where,
+    detail: detailParts.join(' · '),
+    uri: hitUri(hit),
+    range: hitRange(hit),
+    line: hit.start_line,
+    hit,
+  };
+}
+
+export function resultsToItems(results: Hit[] | null | undefined, options: ItemOptions = {}): HitItem[] {
+  return (results ?? []).filter(isHit).map((hit) => hitToItem(hit, options));
+}
+
+function isHit(value: unknown): value is Hit {
+  const hit = value as Hit;
+  return typeof hit === 'object' && hit !== null && typeof hit.path === 'string' && typeof hit.start_line === 'number';
+}
+
+/** QuickPick title for a search answer. */
+export function searchTitle(result: SearchResult | undefined): string {
+  let title = 'raggrep: Semantic Search';
+  if (result && Array.isArray(result.results)) {
+    const n = result.results.length;
+    title += ` — ${n} result${n === 1 ? '' : 's'}`;
+    if (typeof result.took_ms === 'number') {
+      title += ` in ${Math.round(result.took_ms)} ms`;
+    }
+  }
+  if (result?.partial) {
+    title += ' (index still building)';
+  }
+  return title;
+}
+
+/** Title for Find Similar: `Similar to src/auth.py:19-25`. Lines are shown 1-based inclusive. */
+export function similarTitle(relativePath: string, range: Range): string {
+  const first = range.start.line + 1;
+  let last = range.end.line;
+  if (range.end.character !== 0 || range.end.line === range.start.line) {
+    last += 1;
+  }
+  return `Similar to ${relativePath}:${first}-${Math.max(first, last)}`;
+}
+
+/**
+ * The range Find Similar sends for a selection: the selection itself, or, when it is empty, the
+ * cursor line (the server widens a line to the function/method/class under it).
+ */
+export function similarRange(selection: Range): Range {
+  const empty = selection.start.line === selection.end.line && selection.start.character === selection.end.character;
+  if (empty) {
+    return { start: { line: selection.start.line, character: 0 }, end: { line: selection.start.line + 1, character: 0 } };
+  }
+  return selection;
+}
+
+/** Server setting keys (README "Language server"), in the order of the settings table. */
+export const SERVER_SETTING_KEYS = [
+  'enabled',
+  'include',
+  'exclude',
+  'maxFileSize',
+  'memoryBudgetMb',
+  'modelDir',
+  'defaultK',
+  'logLevel',
+] as const;
+
+/**
+ * `raggrep.*` configuration → the server's settings object (initializationOptions and
+ * didChangeConfiguration). Client-only keys (`server.*`, `findSimilar.*`, `trace.*`) are not sent;
+ * an empty `modelDir` means the server's default and is left out; values of the wrong type are
+ * left out (the server would reject the whole object).
+ */
+export function serverSettings(get: (key: string) => unknown): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const bool = (k: string) => {
+    const v = get(k);
+    if (typeof v === 'boolean') out[k] = v;
+  };
+  const globs = (k: string) => {
+    const v = get(k);
+    if (Array.isArray(v)) out[k] = v.filter((g) => typeof g === 'string' && g.trim() !== '');
+  };
+  const positive = (k: string) => {
+    const v = get(k);
+    if (typeof v === 'number' && Number.isFinite(v) && v > 0) out[k] = Math.floor(v);
+  };
+  bool('enabled');
+  globs('include');
+  globs('exclude');
+  positive('maxFileSize');
+  positive('memoryBudgetMb');
+  const modelDir = get('modelDir');
+  if (typeof modelDir === 'string' && modelDir.trim() !== '') out.modelDir = modelDir.trim();
+  positive('defaultK');
+  const level = get('logLevel');
+  if (level === 'error' || level === 'warn' || level === 'info' || level === 'debug') out.logLevel = level;
+  return out;
+}
+
+/** The roots of a `raggrep.status` answer (older shapes: the top-level object is the root). */
+export function statusRoots(status: Status | null | undefined): RootStatus[] {
+  if (!status) return [];
+  if (Array.isArray(status.roots) && status.roots.length > 0) return status.roots;
+  return status.root !== undefined ? [status] : [];
+}
+
+/** One line per root: `polyglot: 8 files, 18 chunks, indexing`. */
+export function formatStatus(status: Status | null | undefined, home?: string): string[] {
+  const roots = statusRoots(status);
+  if (roots.length === 0) {
+    return ['no workspace folder yet (the server is starting)'];
+  }
+  return roots.map((s) => {
+    const parts: string[] = [];
+    if (typeof s.chunks === 'number') {
+      parts.push(`${s.files ?? 0} files, ${s.chunks} chunks`);
+      if ((s.pending ?? 0) > 0) parts.push(`${s.pending} pending`);
+    } else {
+      parts.push('no index yet');
+    }
+    if (s.enabled === false) parts.push('off');
+    if (s.indexing) parts.push('indexing');
+    if (s.partial) parts.push('partial');
+    if (s.reason) parts.push(s.reason);
+    if (s.last_error) parts.push(`error: ${s.last_error}`);
+    let root = s.root ?? '?';
+    if (home && (root === home || root.startsWith(home + '/'))) root = '~' + root.slice(home.length);
+    return `${root}: ${parts.join(', ')}`;
+  });
+}
+
+/** What the status-bar item shows. */
+export type BarState =
+  | { kind: 'starting' }
+  | { kind: 'error'; message: string }
+  | { kind: 'noFolder' }
+  | { kind: 'progress'; percentage?: number; message?: string; title?: string }
+  | { kind: 'status'; status: Status };
+
+export interface BarView {
+  text: string;
+  tooltip: string;
+}
+
+/** Status-bar text and tooltip for a state: progress, chunk count, or off. */
+export function statusBar(state: BarState): BarView {
+  switch (state.kind) {
+    case 'starting':
+      return { text: '$(loading~spin) raggrep', tooltip: 'raggrep: starting the language server' };
+    case 'error':
+      return { text: '$(error) raggrep', tooltip: `raggrep: ${state.message}` };
+    case 'noFolder':
+      return { text: '$(search) raggrep', tooltip: 'raggrep: open a folder to index it' };
+    case 'progress': {
+      const pct = typeof state.percentage === 'number' ? ` ${Math.round(state.percentage)}%` : '';
+      const detail = [state.title, state.message].filter(Boolean).join(': ');
+      return { text: `$(sync~spin) raggrep: indexing${pct}`, tooltip: detail || 'raggrep: indexing' };
+    }
+    case 'status': {
+      const roots = statusRoots(state.status);
+      const tooltip = formatStatus(state.status).join('\n') + '\nClick for details.';
+      if (roots.length === 0) {
+        return { text: '$(loading~spin) raggrep', tooltip };
+      }
+      if (roots.every((r) => r.enabled === false)) {
+        return { text: '$(circle-slash) raggrep: off', tooltip };
+      }
+      const on = roots.filter((r) => r.enabled !== false);
+      const chunks = on.reduce((n, r) => n + (r.chunks ?? 0), 0);
+      const error = on.find((r) => r.last_error);
+      if (error) {
+        return { text: `$(warning) raggrep: ${chunks} chunks`, tooltip };
+      }
+      if (on.some((r) => r.indexing) || (on.every((r) => r.chunks === undefined || r.chunks === null))) {
+        const n = on.some((r) => typeof r.chunks === 'number') ? ` (${chunks} chunks)` : '';
+        return { text: `$(sync~spin) raggrep: indexing${n}`, tooltip };
+      }
+      const limited = on.some((r) => r.partial) ? ' (partial)' : '';
+      return { text: `$(database) raggrep: ${chunks} chunks${limited}`, tooltip };
+    }
+  }
+}
+
+/** `$/progress` value (begin/report/end) folded into the bar's progress state. */
+export function foldProgress(
+  previous: { title?: string; message?: string; percentage?: number } | undefined,
+  value: { kind?: string; title?: string; message?: string; percentage?: number },
+): { title?: string; message?: string; percentage?: number } | undefined {
+  if (value.kind === 'end') return undefined;
+  const next = { ...(previous ?? {}) };
+  if (value.title !== undefined) next.title = value.title;
+  if (value.message !== undefined) next.message = value.message;
+  if (value.percentage !== undefined) next.percentage = value.percentage;
+  return next;
+}

@@ -1,0 +1,208 @@
+// Unit tests of the result mapping (src/results.ts): node --test, no VS Code needed.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import {
+  firstLine,
+  foldProgress,
+  formatScore,
+  formatStatus,
+  Hit,
+  hitToItem,
+  hitUri,
+  kindIcon,
+  lineRange,
+  resultsToItems,
+  searchTitle,
+  serverSettings,
+  similarRange,
+  similarTitle,
+  statusBar,
+  statusRoots,
+} from '../../src/results';
+
+// As `raggrep.search` returns it over LSP (server/src/lsp/to_proto.rs hit_json).
+const validateToken: Hit = {
+  path: 'src/auth.py',
+  start_line: 19,
+  end_line: 25,
+  score: 1.0,
+  symbol: 'validate_token',
+  kind: 'function',
+  language: 'python',
+  snippet: 'def validate_token(store, token):\n    """Check that an API token exists and has not expired."""\n',
+  uri: 'file:///work/ws/src/auth.py',
+  range: { start: { line: 18, character: 0 }, end: { line: 25, character: 0 } },
+  root: '/work/ws',
+};
+const anonymous: Hit = {
+  path: 'src/auth.py',
+  start_line: 1,
+  end_line: 4,
+  score: 0.22413006,
+  symbol: null,
+  kind: 'code',
+  language: 'python',
+  snippet: '\n  """Authentication helpers for the HTTP API."""\n\nimport hmac',
+  uri: 'file:///work/ws/src/auth.py',
+  range: { start: { line: 0, character: 0 }, end: { line: 4, character: 0 } },
+  root: '/work/ws',
+};
+
+test('a hit with a symbol: icon + symbol, path:line, score · kind · first line', () => {
+  const item = hitToItem(validateToken);
+  assert.equal(item.label, '$(symbol-function) validate_token');
+  assert.equal(item.description, 'src/auth.py:19');
+  assert.equal(item.detail, '1.00 · function · def validate_token(store, token):');
+  assert.equal(item.uri, 'file:///work/ws/src/auth.py');
+  assert.deepEqual(item.range, { start: { line: 18, character: 0 }, end: { line: 25, character: 0 } });
+  assert.equal(item.line, 19);
+  assert.equal(item.hit, validateToken);
+});
+
+test('a hit without a symbol is named by its first non-blank line', () => {
+  const item = hitToItem(anonymous);
+  assert.equal(item.label, '$(symbol-file) """Authentication helpers for the HTTP API."""');
+  assert.equal(item.description, 'src/auth.py:1');
+  assert.equal(item.detail, '0.22 · code');
+});
+
+test('multi-root: the description names the root folder', () => {
+  assert.equal(hitToItem(validateToken, { multiRoot: true }).description, 'ws · src/auth.py:19');
+});
+
+test('results keep the server order and drop malformed entries', () => {
+  const items = resultsToItems([anonymous, validateToken, null as unknown as Hit, { path: 3 } as unknown as Hit]);
+  assert.deepEqual(
+    items.map((i) => i.line),
+    [1, 19],
+  );
+  assert.deepEqual(resultsToItems(undefined), []);
+});
+
+test('uri and range fall back to root + path and 1-based lines', () => {
+  const bare: Hit = { path: 'lib/matrix.c', start_line: 3, end_line: 9, score: 0.5, root: '/tmp/ws' };
+  assert.equal(hitUri(bare), 'file:///tmp/ws/lib/matrix.c');
+  const item = hitToItem(bare);
+  assert.deepEqual(item.range, { start: { line: 2, character: 0 }, end: { line: 9, character: 0 } });
+  assert.equal(item.label, '$(symbol-file) lib/matrix.c');
+  assert.equal(hitUri({ ...bare, root: '/tmp/a b' }), 'file:///tmp/a%20b/lib/matrix.c');
+});
+
+test('lineRange matches the server: whole lines, ending at the start of the next line', () => {
+  assert.deepEqual(lineRange(19, 25), { start: { line: 18, character: 0 }, end: { line: 25, character: 0 } });
+  assert.deepEqual(lineRange(1, 1), { start: { line: 0, character: 0 }, end: { line: 1, character: 0 } });
+});
+
+test('firstLine trims, skips blank lines and shortens', () => {
+  assert.equal(firstLine('\n\n   fn main() {  \n}'), 'fn main() {');
+  assert.equal(firstLine(undefined), '');
+  assert.equal(firstLine('x'.repeat(200), 10), 'xxxxxxxxx…');
+});
+
+test('kind icons and scores', () => {
+  assert.equal(kindIcon('method'), 'symbol-method');
+  assert.equal(kindIcon('impl'), 'symbol-class');
+  assert.equal(kindIcon('trait'), 'symbol-interface');
+  assert.equal(kindIcon('section'), 'symbol-key');
+  assert.equal(kindIcon('something-new'), 'symbol-file');
+  assert.equal(kindIcon(undefined), 'symbol-file');
+  assert.equal(formatScore(0.56632346), '0.57');
+  assert.equal(formatScore(Number.NaN), '?');
+});
+
+test('search titles say how many, how fast, and whether the index is still building', () => {
+  assert.equal(searchTitle(undefined), 'raggrep: Semantic Search');
+  assert.equal(searchTitle({ results: [validateToken], took_ms: 12.6 }), 'raggrep: Semantic Search — 1 result in 13 ms');
+  assert.equal(
+    searchTitle({ results: [validateToken, anonymous], partial: true }),
+    'raggrep: Semantic Search — 2 results (index still building)',
+  );
+});
+
+test('similar: empty selection sends the cursor line, a selection is sent as is; titles are 1-based', () => {
+  const cursor = { start: { line: 21, character: 4 }, end: { line: 21, character: 4 } };
+  assert.deepEqual(similarRange(cursor), { start: { line: 21, character: 0 }, end: { line: 22, character: 0 } });
+  const selection = { start: { line: 3, character: 2 }, end: { line: 13, character: 5 } };
+  assert.equal(similarRange(selection), selection);
+  // The code action's range for validate_token (lines 19-25).
+  assert.equal(similarTitle('src/auth.py', { start: { line: 18, character: 0 }, end: { line: 25, character: 0 } }), 'Similar to src/auth.py:19-25');
+  assert.equal(similarTitle('lib/unique.js', selection), 'Similar to lib/unique.js:4-14');
+  assert.equal(similarTitle('a.rs', { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } }), 'Similar to a.rs:1-1');
+});
+
+test('serverSettings sends the server keys only, with sane values', () => {
+  const config: Record<string, unknown> = {
+    enabled: true,
+    include: ['vendor/**', '', 3],
+    exclude: [],
+    maxFileSize: 1048576,
+    memoryBudgetMb: 500.7,
+    modelDir: '  ',
+    defaultK: 10,
+    logLevel: 'debug',
+    'server.path': '/x/raggrep',
+    'findSimilar.show': 'peek',
+  };
+  assert.deepEqual(serverSettings((k) => config[k]), {
+    enabled: true,
+    include: ['vendor/**'],
+    exclude: [],
+    maxFileSize: 1048576,
+    memoryBudgetMb: 500,
+    defaultK: 10,
+    logLevel: 'debug',
+  });
+  const bad: Record<string, unknown> = { enabled: 'yes', maxFileSize: -1, defaultK: 0, logLevel: 'loud', modelDir: 'bge-small' };
+  assert.deepEqual(serverSettings((k) => bad[k]), { modelDir: 'bge-small' });
+});
+
+const readyRoot = {
+  root: '/home/me/ws',
+  files: 8,
+  chunks: 18,
+  pending: 0,
+  enabled: true,
+  indexing: false,
+  partial: false,
+  last_error: null,
+  memory_level: 'ok',
+  reason: null,
+};
+
+test('status lines, one per root', () => {
+  assert.deepEqual(formatStatus({ ...readyRoot, roots: [readyRoot] }, '/home/me'), ['~/ws: 8 files, 18 chunks']);
+  assert.deepEqual(
+    formatStatus({ roots: [{ root: '/b', enabled: false, indexing: false, reason: 'turned off for this workspace' }] }),
+    ['/b: no index yet, off, turned off for this workspace'],
+  );
+  assert.deepEqual(formatStatus({}), ['no workspace folder yet (the server is starting)']);
+  assert.deepEqual(statusRoots({ ...readyRoot }), [readyRoot]); // an answer without `roots`
+});
+
+test('status bar: chunk count, indexing progress, off, errors', () => {
+  assert.equal(statusBar({ kind: 'status', status: { roots: [readyRoot] } }).text, '$(database) raggrep: 18 chunks');
+  assert.match(statusBar({ kind: 'status', status: { roots: [readyRoot] } }).tooltip, /8 files, 18 chunks/);
+  assert.equal(
+    statusBar({ kind: 'status', status: { roots: [readyRoot, { ...readyRoot, root: '/b', chunks: 2 }] } }).text,
+    '$(database) raggrep: 20 chunks',
+  );
+  assert.equal(statusBar({ kind: 'status', status: { roots: [{ ...readyRoot, enabled: false }] } }).text, '$(circle-slash) raggrep: off');
+  assert.equal(statusBar({ kind: 'status', status: { roots: [{ ...readyRoot, indexing: true }] } }).text, '$(sync~spin) raggrep: indexing (18 chunks)');
+  assert.equal(statusBar({ kind: 'status', status: { roots: [{ root: '/a', indexing: true }] } }).text, '$(sync~spin) raggrep: indexing');
+  assert.equal(statusBar({ kind: 'status', status: { roots: [{ ...readyRoot, partial: true }] } }).text, '$(database) raggrep: 18 chunks (partial)');
+  assert.equal(statusBar({ kind: 'status', status: { roots: [{ ...readyRoot, last_error: 'disk full' }] } }).text, '$(warning) raggrep: 18 chunks');
+  assert.equal(statusBar({ kind: 'progress', percentage: 40.4, title: 'raggrep: indexing ws', message: 'embedding 4/10 chunks' }).text, '$(sync~spin) raggrep: indexing 40%');
+  assert.equal(statusBar({ kind: 'progress', title: 'raggrep: indexing ws', message: 'embedding' }).tooltip, 'raggrep: indexing ws: embedding');
+  assert.equal(statusBar({ kind: 'error', message: 'not found' }).text, '$(error) raggrep');
+  assert.equal(statusBar({ kind: 'starting' }).text, '$(loading~spin) raggrep');
+});
+
+test('$/progress begin/report/end fold into one state', () => {
+  let s = foldProgress(undefined, { kind: 'begin', title: 'raggrep: indexing ws', message: '8 files', percentage: 0 });
+  assert.deepEqual(s, { title: 'raggrep: indexing ws', message: '8 files', percentage: 0 });
+  s = foldProgress(s, { kind: 'report', message: 'embedding 9/18 chunks', percentage: 50 });
+  assert.deepEqual(s, { title: 'raggrep: indexing ws', message: 'embedding 9/18 chunks', percentage: 50 });
+  s = foldProgress(s, { kind: 'report', message: 'building the vector graph' });
+  assert.equal(s?.percentage, 50);
+  assert.equal(foldProgress(s, { kind: 'end', message: 'done' }), undefined);
+});
