@@ -229,26 +229,13 @@ done
 
 # --- Helix in tmux -------------------------------------------------------------------------------
 
-ws="$tmp/ws"
-cp -R "$repo/tests/fixtures/polyglot" "$ws"
-mkdir -p "$ws/.git"   # a project marker: no "index this folder?" prompt
-nfiles="$(find "$ws" -type f -not -path '*/.git/*' | wc -l)"
-log="$tmp/helix.log"
 out="$repo/target/helix-e2e"
 mkdir -p "$out"
 rm -f "$out"/*.txt
 
-cat >"$tmp/start" <<EOF
-#!/bin/sh
-cd '$ws' || exit 1
-env -i $(printf "'%s' " "${helix_env[@]}") TERM="\$TERM" '$tmp/bin/hx' --log '$log' -v src/auth.py
-echo "[hx exited with status \$?]"
-exec sleep 86400
-EOF
-chmod +x "$tmp/start"
-
-screen=""
-capture() { screen="$(tmux_ capture-pane -p -t hx 2>/dev/null)"; }
+# The current session: its name, workspace and Helix log (set by start_helix).
+session="" ws="" log="" screen=""
+capture() { screen="$(tmux_ capture-pane -p -t "$session" 2>/dev/null)"; }
 # wait_for REGEX: polls the screen until a line matches (true) or the timeout passes (false).
 wait_for() {
   local deadline=$((SECONDS + timeout_s))
@@ -259,12 +246,20 @@ wait_for() {
     sleep 0.2
   done
 }
-keys() { tmux_ send-keys -t hx "$@"; }
+# wait_log REGEX: polls the Helix log (it shows the LSP traffic with -v) the same way.
+wait_log() {
+  local deadline=$((SECONDS + timeout_s))
+  until grep -Eq -- "$1" "$log" 2>/dev/null; do
+    [ "$SECONDS" -ge "$deadline" ] && return 1
+    sleep 0.2
+  done
+}
+keys() { tmux_ send-keys -t "$session" "$@"; }
 show_failure() {
   echo "    --- screen"
   sed 's/^/    | /' <<<"$screen"
   if [ -f "$log" ]; then
-    echo "    --- helix.log (tail)"
+    echo "    --- $(basename "$log") (tail)"
     tail -n 20 "$log" | cut -c1-300 | sed 's/^/    | /'
   fi
   if [ -f "$ws/.raggrep/raggrep.log" ]; then
@@ -275,39 +270,55 @@ show_failure() {
 # The picker's selected row: "│ > <kind> <name> <path>".
 row() { printf '│ > [a-z]+ +%s +%s ' "$1" "${2//./\\.}"; }
 
-tmux_ new-session -d -x 200 -y 50 -s hx "$tmp/start" || fail_setup "cannot start tmux"
-
-if wait_for '^ NOR .*src/auth\.py'; then
-  ok "Helix opened src/auth.py"
-else
-  not_ok "Helix did not open src/auth.py"
-  show_failure
-  finish
-fi
-
-# Indexing runs in the background; poll the index from outside until every file is embedded.
-deadline=$((SECONDS + timeout_s))
-status=""
-while :; do
-  status="$("$bin" status --root "$ws" --json 2>/dev/null)"
-  files="$(grep -o '"files":[0-9]*' <<<"$status" | cut -d: -f2)"
-  pending="$(grep -o '"pending":[0-9]*' <<<"$status" | cut -d: -f2)"
-  chunks="$(grep -o '"chunks":[0-9]*' <<<"$status" | cut -d: -f2)"
-  embedded="$(grep -o '"embedded":[0-9]*' <<<"$status" | cut -d: -f2)"
-  if [ "${files:-0}" -eq "$nfiles" ] && [ "${pending:-1}" -eq 0 ] && [ "${chunks:-0}" -gt 0 ] && [ "$embedded" = "$chunks" ]; then
-    break
+# start_helix NAME MARKER FILE: a fresh copy of the fixture in $tmp/NAME with the directory
+# MARKER in it (.git: a project; .helix: a Helix workspace that raggrep does not take for a
+# project), and Helix (cwd: the copy) opening FILE in tmux session NAME. True once FILE shows.
+start_helix() {
+  session="$1" ws="$tmp/$1" log="$tmp/$1.log"
+  cp -R "$repo/tests/fixtures/polyglot" "$ws"
+  mkdir -p "$ws/$2"
+  {
+    echo '#!/bin/sh'
+    echo "cd '$ws' || exit 1"
+    echo "env -i $(printf "'%s' " "${helix_env[@]}") TERM=\"\$TERM\" '$tmp/bin/hx' --log '$log' -v '$3'"
+    echo 'echo "[hx exited with status $?]"'
+    echo 'exec sleep 86400'
+  } >"$tmp/$1.sh"
+  chmod +x "$tmp/$1.sh"
+  tmux_ new-session -d -x 200 -y 50 -s "$session" "$tmp/$1.sh" || fail_setup "cannot start tmux"
+  if wait_for "^ NOR .*${3//./\\.}"; then
+    ok "Helix opened $3 ($2 workspace)"
+  else
+    not_ok "Helix did not open $3 ($2 workspace)"
+    show_failure
+    return 1
   fi
-  [ "$SECONDS" -ge "$deadline" ] && break
-  sleep 0.2
-done
-if [ "${files:-0}" -eq "$nfiles" ] && [ "${pending:-1}" -eq 0 ]; then
-  ok "the server indexed the workspace ($files files, $chunks chunks)"
-else
-  not_ok "the server did not index the workspace within ${timeout_s}s (status: ${status:-none})"
-  capture
-  show_failure
-  finish
-fi
+}
+
+# indexed: polls the index from outside (the CLI reads what the server publishes) until every
+# file of the workspace is chunked and embedded.
+indexed() {
+  local deadline=$((SECONDS + timeout_s)) status files pending chunks embedded nfiles
+  nfiles="$(find "$repo/tests/fixtures/polyglot" -type f | wc -l)"
+  while :; do
+    status="$("$bin" status --root "$ws" --json 2>/dev/null)"
+    files="$(grep -o '"files":[0-9]*' <<<"$status" | cut -d: -f2)"
+    pending="$(grep -o '"pending":[0-9]*' <<<"$status" | cut -d: -f2)"
+    chunks="$(grep -o '"chunks":[0-9]*' <<<"$status" | cut -d: -f2)"
+    embedded="$(grep -o '"embedded":[0-9]*' <<<"$status" | cut -d: -f2)"
+    if [ "${files:-0}" -eq "$nfiles" ] && [ "${pending:-1}" -eq 0 ] && [ "${chunks:-0}" -gt 0 ] && [ "$embedded" = "$chunks" ]; then
+      ok "the server indexed the workspace ($files files, $chunks chunks)"
+      return 0
+    fi
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      not_ok "the server did not index the workspace within ${timeout_s}s (status: ${status:-none})"
+      capture
+      show_failure
+      return 1
+    fi
+    sleep 0.2
+  done
+}
 
 # ask QUERY SYMBOL PATH: opens the workspace-symbol picker, types the question, and waits until
 # SYMBOL (in PATH) is the picker's first, selected row.
@@ -363,54 +374,83 @@ unfiltered() {
   return 1
 }
 
-ask "load configuration from environment" loadConfig web/config.ts && unfiltered "load configuration from environment"
-ask "multiply two matrices" matmul lib/matrix.c && unfiltered "multiply two matrices"
-printf '%s\n' "$screen" >"$out/symbol-picker.txt"
+# quit: :quit-all! exits Helix (and with it the server) cleanly.
+quit() {
+  keys Escape
+  keys -l ':qa!'
+  keys Enter
+  if wait_for '^\[hx exited with status 0\]'; then
+    ok "Helix quit cleanly"
+  else
+    not_ok "Helix did not quit cleanly"
+    show_failure
+  fi
+}
 
-# Enter jumps to the selected symbol.
-keys Enter
-if wait_for '^ NOR .*lib/matrix\.c'; then
-  ok "Enter opened lib/matrix.c"
-else
-  not_ok "Enter did not open lib/matrix.c"
-  show_failure
+# 1. A project (.git): the picker, jumping to a result, the code action.
+if start_helix project .git src/auth.py && indexed; then
+  ask "load configuration from environment" loadConfig web/config.ts && unfiltered "load configuration from environment"
+  ask "multiply two matrices" matmul lib/matrix.c && unfiltered "multiply two matrices"
+  printf '%s\n' "$screen" >"$out/symbol-picker.txt"
+
+  # Enter jumps to the selected symbol.
+  keys Enter
+  if wait_for '^ NOR .*lib/matrix\.c'; then
+    ok "Enter opened lib/matrix.c"
+  else
+    not_ok "Enter did not open lib/matrix.c"
+    show_failure
+  fi
+
+  # space a lists the server's code action; running it sends workspace/executeCommand, whose
+  # result Helix does not show (it only logs it).
+  keys Escape
+  keys Space
+  keys a
+  if wait_for 'Find similar code'; then
+    printf '%s\n' "$screen" >"$out/code-action.txt"
+    ok "space a offers \"Find similar code\""
+    keys Enter
+    if wait_log 'raggrep <- \{"jsonrpc":"2.0","result":\{"results":\[\{' &&
+      grep -q '"method":"workspace/executeCommand","params":{"arguments":\[{[^]]*matrix\.c"}\],"command":"raggrep\.findSimilar"' "$log"; then
+      ok "the code action ran raggrep.findSimilar and the server answered with results"
+    else
+      not_ok "the code action did not round-trip raggrep.findSimilar"
+      capture
+      show_failure
+    fi
+  else
+    not_ok "space a did not offer \"Find similar code\""
+    show_failure
+  fi
+  quit
 fi
 
-# space a lists the server's code action; running it sends workspace/executeCommand, whose result
-# Helix does not show (it only logs it).
-keys Escape
-keys Space
-keys a
-if wait_for 'Find similar code'; then
-  printf '%s\n' "$screen" >"$out/code-action.txt"
-  ok "space a offers \"Find similar code\""
-  keys Enter
-  deadline=$((SECONDS + timeout_s))
-  until grep -q 'raggrep <- {"jsonrpc":"2.0","result":{"results":\[{' "$log" 2>/dev/null || [ "$SECONDS" -ge "$deadline" ]; do
-    sleep 0.2
-  done
-  if grep -q '"method":"workspace/executeCommand","params":{"arguments":\[{[^]]*matrix\.c"}\],"command":"raggrep\.findSimilar"' "$log" &&
-    grep -q 'raggrep <- {"jsonrpc":"2.0","result":{"results":\[{' "$log"; then
-    ok "the code action ran raggrep.findSimilar and the server answered with results"
+# 2. A folder that raggrep does not take for a project: the server asks with
+# window/showMessageRequest, which Helix 25.01 does not implement, so nothing is indexed until
+# `:lsp-workspace-command raggrep.toggle` turns indexing on (and remembers it).
+if start_helix folder .helix src/auth.py; then
+  if wait_log 'raggrep -> \{"jsonrpc":"2.0","error":\{"code":-32601,"message":"Method not found: window/showMessageRequest"' &&
+    ! "$bin" status --root "$ws" --json >/dev/null 2>&1; then
+    ok "not a project: Helix cannot answer the server's question (showMessageRequest); nothing indexed"
   else
-    not_ok "the code action did not round-trip raggrep.findSimilar"
+    not_ok "not a project: expected Helix to refuse window/showMessageRequest and no index"
     capture
     show_failure
   fi
-else
-  not_ok "space a did not offer \"Find similar code\""
-  show_failure
-fi
-
-# :quit-all! exits Helix (and with it the server) cleanly.
-keys Escape
-keys -l ':qa!'
-keys Enter
-if wait_for '^\[hx exited with status 0\]'; then
-  ok "Helix quit cleanly"
-else
-  not_ok "Helix did not quit cleanly"
-  show_failure
+  keys Escape
+  keys -l ':lsp-workspace-command raggrep.toggle'
+  keys Enter
+  if wait_log 'raggrep <- \{"jsonrpc":"2.0","result":\{"roots":\[\{"enabled":true' &&
+    grep -q '^enabled = true' "$ws/.raggrep/config.toml" 2>/dev/null; then
+    ok ":lsp-workspace-command raggrep.toggle turned indexing on (saved in .raggrep/config.toml)"
+  else
+    not_ok ":lsp-workspace-command raggrep.toggle did not turn indexing on"
+    capture
+    show_failure
+  fi
+  indexed && ask "remove duplicate items from a list" dedupeItems lib/unique.js
+  quit
 fi
 
 finish
