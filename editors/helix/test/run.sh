@@ -191,9 +191,11 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# The server on PATH as `raggrep`, the name the snippet uses. PATH holds nothing else, so the
-# languages' usual servers are "not found" wherever the test runs (Helix still starts raggrep).
+# The server on PATH as `raggrep`, the name the snippet uses. PATH holds nothing else but sh (for
+# :sh), so the languages' usual servers are "not found" wherever the test runs (Helix still starts
+# raggrep).
 ln -s "$bin" "$tmp/bin/raggrep"
+ln -s "$(command -v sh)" "$tmp/bin/sh"
 
 # An isolated home with the project's snippet as the user's languages.toml.
 home="$tmp/home"
@@ -295,11 +297,11 @@ start_helix() {
   fi
 }
 
-# indexed: polls the index from outside (the CLI reads what the server publishes) until every
-# file of the workspace is chunked and embedded.
+# indexed [N]: polls the index from outside (the CLI reads what the server publishes) until N
+# files (default: the fixture's) are chunked and embedded.
 indexed() {
-  local deadline=$((SECONDS + timeout_s)) status files pending chunks embedded nfiles
-  nfiles="$(find "$repo/tests/fixtures/polyglot" -type f | wc -l)"
+  local deadline=$((SECONDS + timeout_s)) status files pending chunks embedded nfiles="${1:-}"
+  [ -n "$nfiles" ] || nfiles="$(find "$repo/tests/fixtures/polyglot" -type f | wc -l)"
   while :; do
     status="$("$bin" status --root "$ws" --json 2>/dev/null)"
     files="$(grep -o '"files":[0-9]*' <<<"$status" | cut -d: -f2)"
@@ -402,6 +404,18 @@ if start_helix project .git src/auth.py && indexed; then
     show_failure
   fi
 
+  # :sh runs the CLI on the index the server keeps; Helix shows its output in a popup.
+  keys Escape
+  keys -l ":sh raggrep query \"'where do we validate tokens'\""
+  keys Enter
+  if wait_for '^ +src/auth\.py:19-25 +[0-9.]+ +validate_token'; then
+    ok ":sh raggrep query shows the CLI's answer (src/auth.py:19-25 validate_token)"
+  else
+    not_ok ":sh raggrep query did not show src/auth.py:19-25 validate_token"
+    show_failure
+  fi
+  keys Escape
+
   # space a lists the server's code action; running it sends workspace/executeCommand, whose
   # result Helix does not show (it only logs it).
   keys Escape
@@ -449,7 +463,33 @@ if start_helix folder .helix src/auth.py; then
     capture
     show_failure
   fi
-  indexed && ask "remove duplicate items from a list" dedupeItems lib/unique.js
+  if indexed && ask "remove duplicate items from a list" dedupeItems lib/unique.js; then
+    # %path narrows the server's answer by the path column (Helix filters locally).
+    keys -l ' %path web'
+    if wait_for '│ remove duplicate items from a list %path web +3/18 '; then
+      ok "space S \"... %path web\": only the 3 results in web/ remain"
+    else
+      not_ok "space S \"... %path web\" did not narrow to the 3 results in web/"
+      show_failure
+    fi
+  fi
+
+  # Helix reports only the files it writes itself (didSave, didChangeWatchedFiles): a file made
+  # outside Helix is indexed after :lsp-workspace-command raggrep.reindex.
+  printf 'def celsius_to_fahrenheit(degrees):\n    """Convert a temperature reading."""\n    return degrees * 9 / 5 + 32\n' >"$ws/src/units.py"
+  keys Escape
+  keys Escape
+  keys -l ':lsp-workspace-command raggrep.reindex'
+  keys Enter
+  if wait_log 'raggrep <- \{"jsonrpc":"2.0","result":\{"queued":1\}'; then
+    ok ":lsp-workspace-command raggrep.reindex queued the workspace"
+    indexed "$(($(find "$repo/tests/fixtures/polyglot" -type f | wc -l) + 1))" &&
+      ask "convert temperature units" celsius_to_fahrenheit src/units.py
+  else
+    not_ok ":lsp-workspace-command raggrep.reindex was not answered"
+    capture
+    show_failure
+  fi
   quit
 fi
 
