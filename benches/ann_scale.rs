@@ -1,7 +1,8 @@
-//! HNSW at scale on synthetic unit vectors (384-d): build time, search latency p50/p95 and
-//! recall@10 against the exact scan, at 10k and 100k vectors.
+//! HNSW at scale on synthetic unit vectors (384-d): build time, graph size and load time, search
+//! latency p50/p95 and recall@10 against the exact scan at several `ef`, and hnsw_rs's own
+//! search over the same graph, at 10k and 100k vectors.
 //!
-//! `cargo bench --bench ann_scale -- [--sizes 10000,100000] [--queries 200]`
+//! `cargo bench --bench ann_scale -- [--sizes 10000,100000] [--queries 200] [--ef 32,64,96,160]`
 //!
 //! The vectors are a mixture of 2,000 clusters (centre + noise, normalised), which is closer to
 //! real embeddings than uniform noise (on which every ANN index degrades); queries are fresh
@@ -60,32 +61,91 @@ fn main() {
     for c in centres.chunks_mut(DIM) {
         normalize(c);
     }
-    println!("| vectors | build s | graph p50 ms | graph p95 ms | exact p50 ms | exact p95 ms | recall@10 |");
-    println!("|---:|---:|---:|---:|---:|---:|---:|");
+    let efs: Vec<usize> = get("--ef")
+        .map(|s| s.split(',').filter_map(|x| x.parse().ok()).collect())
+        .unwrap_or_else(|| vec![32, 64, EF_SEARCH, 160]);
+    let mut table = vec![
+        "| vectors | search | ef | p50 ms | p95 ms | recall@10 |".to_string(),
+        "|---:|---|---:|---:|---:|---:|".to_string(),
+    ];
+    let mut build_table = vec![
+        "| vectors | hnsw_rs build s | flatten s | graph file MB | bytes/vector | load ms |".to_string(),
+        "|---:|---:|---:|---:|---:|---:|".to_string(),
+    ];
     for &n in &sizes {
         let mut data = Vec::with_capacity(n * DIM);
         for _ in 0..n {
             data.extend(draw(&mut rng, &centres, 0.08));
         }
         let t = Instant::now();
-        let ann = Ann::build_from(&data, DIM, &|_| true);
+        let hnsw = Ann::build_hnsw(&data, DIM, &|_| true);
         let build = t.elapsed().as_secs_f64();
-        let (mut graph_ms, mut exact_ms, mut recall) = (Vec::new(), Vec::new(), 0.0);
-        for _ in 0..n_queries {
-            let q = draw(&mut rng, &centres, 0.08);
-            let t = Instant::now();
-            let found = ann.search(&q, 10, EF_SEARCH, None);
-            graph_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        let t = Instant::now();
+        let built = Ann::from_hnsw(&hnsw, n);
+        let flatten = t.elapsed().as_secs_f64();
+        let dir = tempfile::tempdir().unwrap();
+        built.dump(dir.path(), "ann").unwrap();
+        drop(built);
+        let t = Instant::now();
+        let ann = Ann::load(dir.path(), "ann", n).unwrap();
+        let load_ms = t.elapsed().as_secs_f64() * 1000.0;
+        build_table.push(format!(
+            "| {n} | {build:.1} | {flatten:.2} | {:.1} | {:.0} | {load_ms:.1} |",
+            ann.size_bytes() as f64 / 1e6,
+            ann.size_bytes() as f64 / n as f64
+        ));
+
+        let queries: Vec<Vec<f32>> = (0..n_queries).map(|_| draw(&mut rng, &centres, 0.08)).collect();
+        let mut exact_ms = Vec::new();
+        let mut truth = Vec::new();
+        for q in &queries {
             let t = Instant::now();
             let mut exact: Vec<(usize, f32)> =
-                data.chunks(DIM).map(|v| raggrep::embed::dot(v, &q)).enumerate().collect();
+                data.chunks(DIM).map(|v| raggrep::embed::dot(v, q)).enumerate().collect();
             exact.select_nth_unstable_by(9, |a, b| b.1.total_cmp(&a.1));
             exact.truncate(10);
             exact_ms.push(t.elapsed().as_secs_f64() * 1000.0);
-            recall += exact.iter().filter(|(s, _)| found.iter().any(|(f, _)| f == s)).count() as f64 / 10.0;
+            truth.push(exact.into_iter().map(|(s, _)| s).collect::<Vec<_>>());
         }
-        let (g50, g95) = percentiles(graph_ms);
+        let recall_of = |found: &[usize], truth: &[usize]| {
+            truth.iter().filter(|s| found.contains(s)).count() as f64 / truth.len() as f64
+        };
         let (e50, e95) = percentiles(exact_ms);
-        println!("| {n} | {build:.1} | {g50:.3} | {g95:.3} | {e50:.3} | {e95:.3} | {:.3} |", recall / n_queries as f64);
+        table.push(format!("| {n} | exact scan | — | {e50:.3} | {e95:.3} | 1.000 |"));
+        for &ef in &efs {
+            let (mut times, mut recall) = (Vec::new(), 0.0);
+            for (q, truth) in queries.iter().zip(&truth) {
+                let t = Instant::now();
+                let found = ann.search(&data, q, 10, ef, None);
+                times.push(t.elapsed().as_secs_f64() * 1000.0);
+                recall += recall_of(&found.iter().map(|f| f.0).collect::<Vec<_>>(), truth);
+            }
+            let (p50, p95) = percentiles(times);
+            let chosen = if ef == EF_SEARCH { " (default)" } else { "" };
+            table.push(format!(
+                "| {n} | raggrep flat graph | {ef}{chosen} | {p50:.3} | {p95:.3} | {:.3} |",
+                recall / n_queries as f64
+            ));
+        }
+        // The same graph searched by hnsw_rs itself (what raggrep used before).
+        let (mut times, mut recall) = (Vec::new(), 0.0);
+        for (q, truth) in queries.iter().zip(&truth) {
+            let t = Instant::now();
+            let found = hnsw.search(q, 10, EF_SEARCH);
+            times.push(t.elapsed().as_secs_f64() * 1000.0);
+            recall += recall_of(&found.iter().map(|f| f.d_id).collect::<Vec<_>>(), truth);
+        }
+        let (p50, p95) = percentiles(times);
+        table.push(format!(
+            "| {n} | hnsw_rs search, same graph | {EF_SEARCH} | {p50:.3} | {p95:.3} | {:.3} |",
+            recall / n_queries as f64
+        ));
+    }
+    for line in build_table {
+        println!("{line}");
+    }
+    println!();
+    for line in table {
+        println!("{line}");
     }
 }

@@ -53,12 +53,33 @@ impl fmt::Debug for Vector {
 
 /// Dot product of two equal-length slices.
 ///
-/// Eight independent accumulators let the compiler vectorise the loop (a single running sum
-/// cannot be reordered under IEEE rules); this is the hot loop of exact search and of every
-/// HNSW distance.
+/// The hot loop of exact search and of every HNSW step. On x86-64 CPUs with AVX2 and FMA (checked
+/// once, at run time, so the binary still runs anywhere) it uses 256-bit fused multiply-adds;
+/// elsewhere a portable loop with eight independent accumulators, which the compiler can
+/// vectorise (a single running sum cannot be reordered under IEEE rules).
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     let n = a.len().min(b.len());
     let (a, b) = (&a[..n], &b[..n]);
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::sync::atomic::{AtomicU8, Ordering};
+        // 0 = not checked yet, 1 = AVX2 + FMA, 2 = portable.
+        static LEVEL: AtomicU8 = AtomicU8::new(0);
+        let mut level = LEVEL.load(Ordering::Relaxed);
+        if level == 0 {
+            level = if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") { 1 } else { 2 };
+            LEVEL.store(level, Ordering::Relaxed);
+        }
+        if level == 1 {
+            // SAFETY: the CPU supports AVX2 and FMA (checked above); the slices have equal length.
+            #[allow(unsafe_code)]
+            return unsafe { dot_avx2_fma(a, b) };
+        }
+    }
+    dot_portable(a, b)
+}
+
+fn dot_portable(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [0.0f32; 8];
     let mut chunks_a = a.chunks_exact(8);
     let mut chunks_b = b.chunks_exact(8);
@@ -69,6 +90,32 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     }
     let tail: f32 = chunks_a.remainder().iter().zip(chunks_b.remainder()).map(|(x, y)| x * y).sum();
     acc.iter().sum::<f32>() + tail
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[allow(unsafe_code)]
+unsafe fn dot_avx2_fma(a: &[f32], b: &[f32]) -> f32 {
+    use std::arch::x86_64::*;
+    let n = a.len().min(b.len());
+    let blocks = n / 32;
+    let (pa, pb) = (a.as_ptr(), b.as_ptr());
+    // SAFETY: every load reads 8 floats at an offset below `blocks * 32 <= n`.
+    unsafe {
+        let mut acc = [_mm256_setzero_ps(); 4];
+        for i in 0..blocks {
+            let at = i * 32;
+            for (j, acc) in acc.iter_mut().enumerate() {
+                let x = _mm256_loadu_ps(pa.add(at + 8 * j));
+                let y = _mm256_loadu_ps(pb.add(at + 8 * j));
+                *acc = _mm256_fmadd_ps(x, y, *acc);
+            }
+        }
+        let sum = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+        let mut lanes = [0.0f32; 8];
+        _mm256_storeu_ps(lanes.as_mut_ptr(), sum);
+        lanes.iter().sum::<f32>() + dot_portable(&a[blocks * 32..n], &b[blocks * 32..n])
+    }
 }
 
 /// Errors from embedding.
@@ -155,11 +202,15 @@ mod tests {
 
     #[test]
     fn dot_matches_the_naive_sum() {
-        let a: Vec<f32> = (0..389).map(|i| (i as f32 * 0.37).sin()).collect();
-        let b: Vec<f32> = (0..389).map(|i| (i as f32 * 0.11).cos()).collect();
-        let naive: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
-        assert!((dot(&a, &b) - naive).abs() < 1e-4);
-        assert_eq!(dot(&[], &[]), 0.0);
+        // Lengths around the 8- and 32-float blocks of both implementations.
+        for n in [0, 1, 7, 8, 9, 31, 32, 33, 63, 384, 389] {
+            let a: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin()).collect();
+            let b: Vec<f32> = (0..n).map(|i| (i as f32 * 0.11).cos()).collect();
+            let naive: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+            assert!((dot(&a, &b) - naive).abs() < 1e-4, "n = {n}");
+            assert!((dot_portable(&a, &b) - naive).abs() < 1e-4, "n = {n}");
+        }
+        assert_eq!(dot(&[1.0, 2.0], &[3.0]), 3.0, "unequal lengths use the common prefix");
     }
 
     #[test]

@@ -16,14 +16,14 @@ use std::fs;
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::fsutil::{WriterLock, sync_dir, write_atomic};
+use super::fsutil::{WriterLock, write_atomic};
 use super::lexical::{LexicalDoc, LexicalIndex};
 use super::manifest::{
     self, AnnEntry, ChunkEntry, FileEntry, Manifest, MappedManifest, NO_SLOT, SkippedEntry, join_hash, split_hash,
 };
 use super::vectors::{VectorAppender, VectorFile};
 use super::{ANN_MIN_SLOTS, Ann, CURRENT, IndexError, IndexLocation, LEXICAL_DIR, read_current};
-use crate::chunk::{Chunk, ChunkConfig, ChunkKind, ContentHash, chunk_file, embedding_text};
+use crate::chunk::{Chunk, ChunkConfig, ChunkKind, ContentHash, EmbedHeader, chunk_file, embedding_text};
 use crate::embed::{Embedder, ModelInfo};
 use crate::lang::Language;
 use crate::walk::{self, WalkOptions};
@@ -206,7 +206,7 @@ pub fn update(
         if stat_unchanged && !lexical_rebuild {
             let prev_file = prev_file.expect("checked above");
             reuse_file(&prev, prev_file, file_index, &mut files, &mut chunks, mtime_ns, walked.size);
-            queue_unembedded(location, &mut files, &mut chunks, &mut pending, &mut waiting);
+            queue_unembedded(location, &mut files, &mut chunks, &mut pending, &mut waiting, options.chunk.header);
             continue;
         }
         let read = match overlay {
@@ -230,7 +230,7 @@ pub fn update(
         let hash = crate::content_hash(source.text.as_bytes());
         if let Some(prev_file) = prev_file.filter(|f| join_hash(f.hash) == hash && !lexical_rebuild) {
             reuse_file(&prev, prev_file, file_index, &mut files, &mut chunks, mtime_ns, walked.size);
-            queue_unembedded(location, &mut files, &mut chunks, &mut pending, &mut waiting);
+            queue_unembedded(location, &mut files, &mut chunks, &mut pending, &mut waiting, options.chunk.header);
             continue;
         }
         stats.changed_files += 1;
@@ -248,7 +248,7 @@ pub fn update(
                 body: chunk.text(&source.text),
                 hash: chunk.hash.0,
             })?;
-            let text = embedding_text(chunk, &source.text);
+            let text = embedding_text(chunk, &source.text, options.chunk.header);
             let key = crate::content_hash(text.as_bytes());
             let slot = match key_to_slot.get(&key) {
                 Some(&slot) => {
@@ -390,6 +390,7 @@ fn queue_unembedded(
     chunks: &mut [ChunkEntry],
     pending: &mut Vec<(u128, String)>,
     waiting: &mut HashMap<u128, Vec<usize>>,
+    header: EmbedHeader,
 ) {
     let Some(file) = files.last() else { return };
     let range = file.first_chunk as usize..(file.first_chunk + file.chunk_count) as usize;
@@ -409,7 +410,7 @@ fn queue_unembedded(
         if source.text.get(chunk.byte_range.clone()).is_none() {
             continue;
         }
-        let text = embedding_text(&chunk, &source.text);
+        let text = embedding_text(&chunk, &source.text, header);
         let key = crate::content_hash(text.as_bytes());
         let waiters = waiting.entry(key).or_default();
         if waiters.is_empty() {
@@ -555,7 +556,10 @@ fn maintain_vectors(dir: &Path, manifest: &mut Manifest, progress: &mut dyn FnMu
         None => true,
         Some(ann) => {
             let uncovered = slots.saturating_sub(ann.slots as usize);
+            // A graph that is missing or unreadable is rebuilt too (searches fall back to the
+            // exact scan meanwhile).
             uncovered > (ann.slots as usize / 10).max(2048)
+                || Ann::load(dir, &ann.basename, ann.slots as usize).is_err()
         }
     };
     if stale {
@@ -571,11 +575,6 @@ fn maintain_vectors(dir: &Path, manifest: &mut Manifest, progress: &mut dyn FnMu
             return Ok(());
         };
         let basename = ann.dump(dir, &format!("ann-{:08}", manifest.generation + 1))?;
-        for ext in ["hnsw.graph", "hnsw.data"] {
-            let path = dir.join(format!("{basename}.{ext}"));
-            fs::File::open(&path).and_then(|f| f.sync_all()).map_err(|e| IndexError::io(&path, e))?;
-        }
-        sync_dir(dir).map_err(|e| IndexError::io(dir, e))?;
         manifest.ann = Some(AnnEntry { basename, slots: slots as u64 });
     }
     Ok(())
@@ -605,7 +604,7 @@ fn collect_garbage(dir: &Path, current: &Manifest, previous_name: Option<&str>) 
         let name = entry.file_name().to_string_lossy().into_owned();
         let ours = name.starts_with("manifest-") || name.starts_with("vectors-") || name.starts_with("ann-");
         let stale_temp = name.starts_with('.') && name.contains(".tmp-");
-        let kept = keep.iter().any(|k| name == *k || name.starts_with(&format!("{k}.hnsw.")));
+        let kept = keep.iter().any(|k| name == *k || *name == Ann::file_name(k));
         if (ours && !kept) || stale_temp {
             let _ = fs::remove_file(entry.path());
         }
