@@ -4,14 +4,15 @@
 import * as os from 'node:os';
 import * as vscode from 'vscode';
 import {
+  CodeAction as ProtocolCodeAction,
+  CodeActionRequest,
+  Command as ProtocolCommand,
   DidChangeConfigurationNotification,
   ExecuteCommandRequest,
   LanguageClient,
   LanguageClientOptions,
   ServerOptions,
   State,
-  WorkDoneProgress,
-  WorkDoneProgressCreateRequest,
 } from 'vscode-languageclient/node';
 import { showResults, showSearch } from './pick';
 import {
@@ -149,6 +150,12 @@ class Raggrep implements vscode.Disposable {
       initializationOptions: settings,
       outputChannel: this.output,
       middleware: {
+        // Indexing progress for the status bar, seen on its way to the client's own window
+        // progress indicator (the server reports `$/progress` on a token per indexing run).
+        handleWorkDoneProgress: (token, params, next) => {
+          this.onProgress(String(token), params);
+          next(token, params);
+        },
         // The code action's command runs on the server and its result would be dropped: route it
         // to our command, which runs it and shows the results.
         provideCodeActions: async (document, range, context, token, next) => {
@@ -169,9 +176,8 @@ class Raggrep implements vscode.Disposable {
         this.progress.clear();
         this.render();
       } else if (e.newState === State.Running && started) {
-        // Restarted after a crash: the client's own progress handler came back with it.
+        // Restarted after a crash.
         this.startError = undefined;
-        this.trackProgress(client);
         void this.refreshStatus();
       }
     });
@@ -184,34 +190,22 @@ class Raggrep implements vscode.Disposable {
     }
     started = true;
     this.startError = undefined;
-    this.trackProgress(client);
-    await this.refreshStatus();
+    void this.refreshStatus();
   }
 
   get running(): boolean {
     return this.client !== undefined;
   }
 
-  /**
-   * Indexing progress for the status bar. The server creates a work-done token per indexing run
-   * and reports `$/progress` on it; this handler replaces the client's generic one (a window
-   * progress that would duplicate the status-bar item).
-   */
-  private trackProgress(client: LanguageClient): void {
-    client.onRequest(WorkDoneProgressCreateRequest.type, ({ token }) => {
-      const key = String(token);
-      const sub = client.onProgress(WorkDoneProgress.type, token, (value) => {
-        const next = foldProgress(this.progress.get(key), value);
-        if (next) {
-          this.progress.set(key, next);
-          this.render();
-        } else {
-          this.progress.delete(key);
-          sub.dispose();
-          void this.refreshStatus();
-        }
-      });
-    });
+  private onProgress(token: string, value: { kind?: string; title?: string; message?: string; percentage?: number }): void {
+    const next = foldProgress(this.progress.get(token), value);
+    if (next) {
+      this.progress.set(token, next);
+      this.render();
+    } else {
+      this.progress.delete(token);
+      void this.refreshStatus();
+    }
   }
 
   async restart(): Promise<void> {
@@ -233,7 +227,7 @@ class Raggrep implements vscode.Disposable {
 
   /** Runs a raggrep command on the server (workspace/executeCommand) and returns its result. */
   async execute<T>(command: string, args?: unknown): Promise<T> {
-    if (this.starting) await this.starting;
+    if (this.starting && this.client?.state !== State.Running) await this.starting;
     if (this.startError) {
       throw new Error(`${this.startError.message}${this.startError.fix ? ' ' + this.startError.fix : ''}`);
     }
@@ -303,6 +297,11 @@ class Raggrep implements vscode.Disposable {
         start: { line: s.start.line, character: s.start.character },
         end: { line: s.end.line, character: s.end.character },
       });
+      if (s.isEmpty) {
+        // The server knows the function/method/class under the cursor: its code action carries
+        // that range (used for the title; the server widens the line the same way anyway).
+        range = (await this.enclosingUnit(uri, s.active)) ?? range;
+      }
     }
     let result: { results?: Hit[] };
     try {
@@ -321,7 +320,9 @@ class Raggrep implements vscode.Disposable {
       void vscode.window.showInformationMessage(`raggrep: no similar code found (${title.toLowerCase()}).`);
       return;
     }
-    if (this.config().get<string>('findSimilar.show') === 'quickPick') {
+    const show = this.config().get<string>('findSimilar.show');
+    this.output.appendLine(`find similar: ${hits.length} results for ${title} (${show})`);
+    if (show !== 'peek') {
       showResults(`raggrep: ${title}`, hits);
       return;
     }
@@ -335,6 +336,31 @@ class Raggrep implements vscode.Disposable {
       await vscode.window.showTextDocument(source, { selection: new vscode.Range(position, position) });
     }
     await vscode.commands.executeCommand('editor.action.peekLocations', source, position, locations, 'peek');
+  }
+
+  /** The range of the server's "Find similar code" action at a position, if it offers one. */
+  private async enclosingUnit(uri: string, position: vscode.Position): Promise<Range | undefined> {
+    const client = this.client;
+    if (!client || client.state !== State.Running) return undefined;
+    const at = { line: position.line, character: position.character };
+    try {
+      const actions = await client.sendRequest(CodeActionRequest.type, {
+        textDocument: { uri },
+        range: { start: at, end: at },
+        context: { diagnostics: [] },
+      });
+      for (const action of actions ?? []) {
+        // A Command, or a CodeAction carrying one.
+        const command = typeof action.command === 'string' ? (action as ProtocolCommand) : (action as ProtocolCodeAction).command;
+        const args = command?.arguments?.[0];
+        if (command?.command === SERVER_FIND_SIMILAR && isSimilarArgs(args)) {
+          return args.range;
+        }
+      }
+    } catch (err) {
+      this.output.appendLine(`code actions for ${uri} failed: ${errorText(err)}`);
+    }
+    return undefined;
   }
 
   async reindex(): Promise<void> {

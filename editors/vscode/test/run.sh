@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Tests of the VS Code extension:
+#
+#   bash editors/vscode/test/run.sh
+#
+# 1. build: npm ci, type check, esbuild bundle, `vsce package` → editors/vscode/raggrep.vsix;
+# 2. unit tests of the result mapping and server discovery (node --test);
+# 3. setup for the end-to-end test (test/setup-e2e.sh: Debian's chromium, code-server 4.100.3;
+#    cached under $RAGGREP_HOME/tools, ~1.5 min the first time, ~0 s after);
+# 4. end-to-end: code-server with the .vsix installed, opened on a copy of tests/fixtures/polyglot
+#    in headless Chromium driven by playwright-core (test/e2e/e2e.mjs); screenshots in
+#    target/vscode-e2e/.
+# The last line is "N passed, M failed"; the exit code is non-zero on any failure.
+#
+# Environment: RAGGREP_BIN (server binary; default target/release/raggrep of this checkout; not
+# built here), RAGGREP_HOME (model cache; default ~/.cache/raggrep), VSCODE_E2E=0 (skip 3 and 4),
+# E2E_TIMEOUT (seconds for the end-to-end run, 300), KEEP_TMP=1 (keep the temp workspace).
+set -uo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ext="$(dirname "$here")"
+repo="$(cd "$ext/../.." && pwd)"
+
+passed=0
+failed=0
+finish() {
+  echo "$passed passed, $failed failed"
+  [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
+  exit $?
+}
+ok() {
+  echo "ok   $*"
+  passed=$((passed + 1))
+}
+fail() {
+  echo "FAIL $*"
+  failed=$((failed + 1))
+}
+step() { printf -- '--- vscode: %s\n' "$*"; }
+
+export RAGGREP_HOME="${RAGGREP_HOME:-$HOME/.cache/raggrep}"
+bin="${RAGGREP_BIN:-$repo/target/release/raggrep}"
+cd "$ext" || exit 1
+node --version
+
+step "build and package"
+t=$SECONDS
+if npm ci --no-audit --no-fund --loglevel=error; then
+  ok "npm ci"
+else
+  fail "npm ci"
+  finish
+fi
+rm -f raggrep.vsix
+if npm run --silent package >/tmp/raggrep-vsce.$$.log 2>&1 && [ -f raggrep.vsix ]; then
+  ok "type check, bundle and vsce package ($(du -k raggrep.vsix | cut -f1) KB .vsix)"
+else
+  cat /tmp/raggrep-vsce.$$.log
+  fail "type check, bundle and vsce package"
+fi
+rm -f /tmp/raggrep-vsce.$$.log
+echo "  build: $((SECONDS - t)) s"
+
+step "unit tests"
+unit_log="$(mktemp)"
+npm run --silent test:unit 2>&1 | tee "$unit_log"
+unit_pass="$(sed -n 's/^ℹ pass \([0-9]*\)$/\1/p' "$unit_log" | tail -1)"
+unit_fail="$(sed -n 's/^ℹ fail \([0-9]*\)$/\1/p' "$unit_log" | tail -1)"
+rm -f "$unit_log"
+if [ -z "$unit_pass" ] || [ -z "$unit_fail" ]; then
+  fail "unit tests did not report their counts"
+else
+  passed=$((passed + unit_pass))
+  failed=$((failed + unit_fail))
+fi
+
+if [ "${VSCODE_E2E:-1}" = 0 ]; then
+  echo "end-to-end test skipped (VSCODE_E2E=0)"
+  finish
+fi
+if [ ! -f raggrep.vsix ]; then
+  fail "end-to-end test: no .vsix to install"
+  finish
+fi
+if [ ! -x "$bin" ]; then
+  fail "end-to-end test: raggrep binary not found at $bin (build it with cargo build --release, or set RAGGREP_BIN)"
+  finish
+fi
+
+step "end-to-end setup (cached)"
+t=$SECONDS
+setup_out="$(mktemp)"
+if bash "$here/setup-e2e.sh" >"$setup_out"; then
+  code_server_dir="$(tail -n 1 "$setup_out")"
+  ok "end-to-end setup ($((SECONDS - t)) s): $code_server_dir"
+else
+  rm -f "$setup_out"
+  fail "end-to-end setup (test/setup-e2e.sh)"
+  finish
+fi
+rm -f "$setup_out"
+
+step "end-to-end: raggrep in VS Code 1.100.3 (code-server) in headless Chromium"
+t=$SECONDS
+results="$(mktemp)"
+CODE_SERVER_DIR="$code_server_dir" \
+  VSIX="$ext/raggrep.vsix" \
+  RAGGREP_BIN="$bin" \
+  FIXTURE="$repo/tests/fixtures/polyglot" \
+  ARTIFACTS="$repo/target/vscode-e2e" \
+  RESULTS="$results" \
+  timeout $((${E2E_TIMEOUT:-300} + 60)) node "$here/e2e/e2e.mjs"
+rc=$?
+if [ -s "$results" ]; then
+  read -r p f <"$results"
+  passed=$((passed + p))
+  failed=$((failed + f))
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+    fail "e2e.mjs exited with $rc"
+  fi
+else
+  fail "e2e.mjs exited with $rc without results"
+fi
+rm -f "$results"
+echo "  end-to-end: $((SECONDS - t)) s"
+
+finish
