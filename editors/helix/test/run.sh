@@ -12,15 +12,19 @@
 # records the completed install). tmux comes from trixie as well, so the host needs only apt-get,
 # dpkg-deb and the Debian archive keyring.
 #
-# With the project's snippet as ~/.config/helix/languages.toml (isolated HOME), it checks
-# `hx --health` for every configured language, then drives Helix in tmux: opens a file of the
-# polyglot fixture, waits for the server to index it, asks the workspace-symbol picker (space S)
-# natural-language questions and reads the screen, jumps to a result, and runs the
-# "Find similar code" code action (space a). The last line is "N passed, M failed".
+# With the project's snippet as ~/.config/helix/languages.toml (isolated HOME, PATH with only
+# raggrep and sh), it checks `hx --health` for every configured language, then drives Helix in
+# tmux on copies of the polyglot fixture: waits for the server to index, asks the workspace-symbol
+# picker (space S) natural-language questions and reads the screen (first row, and all results
+# unfiltered in the server's order), jumps to a result, runs :sh raggrep query and the
+# "Find similar code" code action (space a); then, in a folder that is not a project, checks that
+# Helix cannot answer the server's showMessageRequest and that :lsp-workspace-command
+# raggrep.toggle / raggrep.reindex work. See README.md, "Test". The last line is
+# "N passed, M failed".
 #
 # Environment: RAGGREP_BIN (server binary; default target/release/raggrep of this checkout),
 # RAGGREP_HOME (model cache; default ~/.cache/raggrep), HELIX_TEST_TIMEOUT (seconds each wait may
-# take, default 60), KEEP_TMP=1 (keep the temporary workspace). Screens are saved to
+# take, default 60), KEEP_TMP=1 (keep the temporary workspaces and Helix logs). Screens are saved to
 # target/helix-e2e/.
 set -uo pipefail
 
@@ -178,9 +182,10 @@ cat >"$tmp/bin/hx" <<EOF
 #!/bin/sh
 HELIX_RUNTIME='$root/usr/lib/hx/runtime' exec '$libdir/ld-linux-x86-64.so.2' --library-path '$libdir' '$root/usr/lib/hx/hx' "\$@"
 EOF
+# tmux runs pane commands with $SHELL (else the login shell, which may be nologin): use sh.
 cat >"$tmp/tmux" <<EOF
 #!/bin/sh
-exec '$libdir/ld-linux-x86-64.so.2' --library-path '$libdir' '$root/usr/bin/tmux' -u -L '$sock' -f /dev/null "\$@"
+SHELL=/bin/sh exec '$libdir/ld-linux-x86-64.so.2' --library-path '$libdir' '$root/usr/bin/tmux' -u -L '$sock' -f /dev/null "\$@"
 EOF
 chmod +x "$tmp/bin/hx" "$tmp/tmux"
 tmux_() { "$tmp/tmux" "$@"; }
@@ -222,7 +227,7 @@ for lang in "${LANGUAGES[@]}"; do
   servers="$(awk '/^Configured language servers:/ { on = 1; next } on && /^  / { print; next } { on = 0 }' <<<"$health")"
   last="$(tail -n 1 <<<"$servers")"
   if [ "$last" = "  ✓ raggrep: $tmp/bin/raggrep" ] && [ "$(wc -l <<<"$servers")" -ge 2 ]; then
-    ok "hx --health $lang: raggrep found, after $(head -n -1 <<<"$servers" | sed 's/^  . \([^:]*\):.*/\1/' | paste -sd, -)"
+    ok "hx --health $lang: raggrep found, after $(head -n -1 <<<"$servers" | sed 's/^  [^ ]* \([^:]*\):.*/\1/' | paste -sd, -)"
   else
     not_ok "hx --health $lang: raggrep not listed last and found"
     echo "$health" | sed 's/^/    /'
