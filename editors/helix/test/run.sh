@@ -126,11 +126,11 @@ install_helix() {
   mkdir -p "$apt/state/lists/partial" "$apt/cache/archives/partial" "$apt/sources.list.d" "$apt/preferences.d" "$debs"
   : >"$apt/status"
   echo "deb [signed-by=$keyring] $uri $HX_SUITE main" >"$apt/sources.list"
-  # A private apt configuration: the machine's Acquire settings (proxies, timeouts, date checks),
-  # none of its other configuration (hooks, extra index targets), and private lists and state.
+  # A private apt configuration: the machine's network settings (proxies, timeouts, TLS, date
+  # checks), none of its other configuration (hooks, extra index targets), private lists and state.
   conf="$apt/apt.conf"
   {
-    apt-config dump 2>/dev/null | grep '^Acquire::' | grep -v '^Acquire::IndexTargets'
+    apt-config dump 2>/dev/null | grep -E '^Acquire::(Check-Valid-Until|Check-Date|Max-FutureTime|Retries|ForceIPv4|ForceIPv6|(http|https|ftp)::(Proxy|Timeout|Verify-Peer|Verify-Host|CaInfo|CaPath|SslCert|SslKey|Pipeline-Depth|No-Cache))([: ]|$)'
     cat <<EOF
 Dir::Etc::main "/dev/null";
 Dir::Etc::parts "/dev/null";
