@@ -19,8 +19,8 @@
 # unfiltered in the server's order), jumps to a result, runs :sh raggrep query and the
 # "Find similar code" code action (space a); then, in a folder that is not a project, checks that
 # Helix cannot answer the server's showMessageRequest and that :lsp-workspace-command
-# raggrep.toggle / raggrep.reindex work. See README.md, "Test". The last line is
-# "N passed, M failed".
+# raggrep.toggle / raggrep.reindex work; and, with no workspace marker, that Helix gives the
+# server no root. See README.md, "Test". The last line is "N passed, M failed".
 #
 # Environment: RAGGREP_BIN (server binary; default target/release/raggrep of this checkout),
 # RAGGREP_HOME (model cache; default ~/.cache/raggrep), HELIX_TEST_TIMEOUT (seconds each wait may
@@ -283,7 +283,7 @@ row() { printf '│ > [a-z]+ +%s +%s ' "$1" "${2//./\\.}"; }
 start_helix() {
   session="$1" ws="$tmp/$1" log="$tmp/$1.log"
   cp -R "$repo/tests/fixtures/polyglot" "$ws"
-  mkdir -p "$ws/$2"
+  [ -z "$2" ] || mkdir -p "$ws/$2"
   {
     echo '#!/bin/sh'
     echo "cd '$ws' || exit 1"
@@ -294,9 +294,9 @@ start_helix() {
   chmod +x "$tmp/$1.sh"
   tmux_ new-session -d -x 200 -y 50 -s "$session" "$tmp/$1.sh" || fail_setup "cannot start tmux"
   if wait_for "^ NOR .*${3//./\\.}"; then
-    ok "Helix opened $3 ($2 workspace)"
+    ok "Helix opened $3 (${2:-no} workspace marker)"
   else
-    not_ok "Helix did not open $3 ($2 workspace)"
+    not_ok "Helix did not open $3 (${2:-no} workspace marker)"
     show_failure
     return 1
   fi
@@ -492,6 +492,30 @@ if start_helix folder .helix src/auth.py; then
       ask "convert temperature units" celsius_to_fahrenheit src/units.py
   else
     not_ok ":lsp-workspace-command raggrep.reindex was not answered"
+    capture
+    show_failure
+  fi
+  quit
+fi
+
+# 3. No workspace marker at all (and none above $TMPDIR): Helix 25.01 starts the server with
+# rootUri null and no workspace folders (only the deprecated rootPath), so nothing is indexed and
+# the picker stays empty.
+if start_helix bare "" src/auth.py; then
+  if wait_log 'raggrep <- \{"jsonrpc":"2.0","method":"client/registerCapability"' &&
+    grep -q 'raggrep -> {"jsonrpc":"2.0","method":"initialize",.*"rootUri":null,.*"workspaceFolders":\[\]' "$log"; then
+    keys Space
+    keys S
+    wait_for '│ +kind +name +path' && keys -l "multiply two matrices"
+    if wait_log 'raggrep <- \{"jsonrpc":"2.0","result":\[\],"id":[0-9]+\}' && wait_for '│ multiply two matrices +0/0 ' &&
+      ! "$bin" status --root "$ws" --json >/dev/null 2>&1; then
+      ok "no workspace marker: Helix sends no root (rootUri null, no folders); nothing indexed, space S empty"
+    else
+      not_ok "no workspace marker: expected no index and an empty picker"
+      show_failure
+    fi
+  else
+    not_ok "no workspace marker: expected initialize with rootUri null and no workspace folders"
     capture
     show_failure
   fi
