@@ -46,6 +46,8 @@ class Raggrep implements vscode.Disposable {
   private readonly bar: vscode.StatusBarItem;
   private readonly progress = new Map<string, Progress>();
   private status: Status | undefined;
+  /** Why the last `raggrep.status` failed (e.g. the model could not be loaded). */
+  private statusError: string | undefined;
   private sentSettings = '';
   private statusTimer: NodeJS.Timeout | undefined;
   private readonly disposables: vscode.Disposable[] = [];
@@ -92,6 +94,8 @@ class Raggrep implements vscode.Disposable {
     const running = [...this.progress.values()].pop();
     if (running) {
       this.show({ kind: 'progress', ...running });
+    } else if (this.statusError) {
+      this.show({ kind: 'error', message: this.statusError });
     } else if (this.status) {
       this.show({ kind: 'status', status: this.status });
     } else {
@@ -111,6 +115,7 @@ class Raggrep implements vscode.Disposable {
   private async doStart(): Promise<void> {
     this.startError = undefined;
     this.status = undefined;
+    this.statusError = undefined;
     this.progress.clear();
     if (!vscode.workspace.workspaceFolders?.length) {
       this.render();
@@ -246,8 +251,10 @@ class Raggrep implements vscode.Disposable {
     if (!this.client || this.client.state !== State.Running) return;
     try {
       this.status = await this.execute<Status>('raggrep.status');
+      this.statusError = undefined;
     } catch (err) {
-      this.output.appendLine(`raggrep.status failed: ${errorText(err)}`);
+      this.statusError = errorText(err);
+      this.output.appendLine(`raggrep.status failed: ${this.statusError}`);
     }
     this.render();
     // Indexing without a progress report (nothing to embed): look again shortly.

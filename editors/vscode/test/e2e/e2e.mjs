@@ -66,6 +66,15 @@ async function visible(locator, timeout) {
   }
 }
 
+function isJson(text) {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 async function freePort() {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
@@ -103,27 +112,25 @@ const userData = path.join(tmp, 'user-data');
 const extensions = path.join(tmp, 'extensions');
 fs.mkdirSync(path.join(userData, 'User'), { recursive: true });
 fs.mkdirSync(extensions, { recursive: true });
-fs.writeFileSync(
-  path.join(userData, 'User', 'settings.json'),
-  JSON.stringify(
-    {
-      'workbench.startupEditor': 'none',
-      'workbench.tips.enabled': false,
-      'workbench.enableExperiments': false,
-      'security.workspace.trust.enabled': false,
-      'telemetry.telemetryLevel': 'off',
-      'update.mode': 'none',
-      'extensions.autoCheckUpdates': false,
-      'extensions.autoUpdate': false,
-      'extensions.ignoreRecommendations': true,
-      'git.enabled': false,
-      'raggrep.server.path': serverBin,
-      'raggrep.logLevel': 'debug',
-    },
-    null,
-    2,
-  ),
-);
+const userSettings = {
+  'workbench.startupEditor': 'none',
+  'workbench.tips.enabled': false,
+  'workbench.enableExperiments': false,
+  'security.workspace.trust.enabled': false,
+  'telemetry.telemetryLevel': 'off',
+  'update.mode': 'none',
+  'extensions.autoCheckUpdates': false,
+  'extensions.autoUpdate': false,
+  'extensions.ignoreRecommendations': true,
+  'git.enabled': false,
+  'raggrep.server.path': serverBin,
+  'raggrep.logLevel': 'debug',
+};
+fs.writeFileSync(path.join(userData, 'User', 'settings.json'), JSON.stringify(userSettings, null, 2));
+// raggrep.server.path is machine-overridable: in a remote window (code-server is one) VS Code takes
+// it from the remote machine's settings, not from the user's.
+fs.mkdirSync(path.join(userData, 'Machine'), { recursive: true });
+fs.writeFileSync(path.join(userData, 'Machine', 'settings.json'), JSON.stringify({ 'raggrep.server.path': serverBin }, null, 2));
 
 // Isolated home and XDG directories; the model cache is passed explicitly.
 const childEnv = { ...process.env };
@@ -214,6 +221,43 @@ async function main() {
     return true;
   };
 
+  /**
+   * Changes settings the way a user does: in a settings.json editor (user or workspace), saved.
+   * `current` is what the file holds (kept in memory: the editor rewrites the file).
+   */
+  const userSettingsFile = path.join(userData, 'User', 'settings.json');
+  const workspaceSettings = {};
+  const editSettings = async (patch, where = 'User') => {
+    const [command, file, current] =
+      where === 'User'
+        ? ['Preferences: Open User Settings (JSON)', userSettingsFile, userSettings]
+        : ['Preferences: Open Workspace Settings (JSON)', path.join(ws, '.vscode', 'settings.json'), workspaceSettings];
+    Object.assign(current, patch);
+    const key = Object.keys(patch)[0];
+    let saved = false;
+    if (await palette(command)) {
+      const settingsTab = page.locator('.tabs-container .tab.active').filter({ hasText: 'settings.json' });
+      const editorLines = page.locator('.editor-instance .view-lines');
+      if ((await visible(settingsTab, 10_000)) && (await visible(editorLines, 10_000))) {
+        await editorLines.first().click();
+        await page.keyboard.press('Control+A');
+        // One line (no auto-indent), and whatever the editor auto-closed after the cursor goes.
+        await page.keyboard.insertText(JSON.stringify(current));
+        await page.keyboard.press('Shift+Control+End');
+        await page.keyboard.press('Delete');
+        await page.keyboard.press('Control+S');
+        for (const deadline = Date.now() + 10_000; !saved && Date.now() < deadline; ) {
+          const text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
+          saved = isJson(text) && JSON.parse(text)[key] === patch[key];
+          if (!saved) await new Promise((r) => setTimeout(r, 100));
+        }
+        await page.keyboard.press('Control+W');
+      }
+    }
+    check(`the ${where.toLowerCase()} settings.json editor saves ${key} = ${JSON.stringify(patch[key])}`, saved);
+    return saved;
+  };
+
   // raggrep: Semantic Search.
   check('"raggrep: Semantic Search" is in the command palette', await palette('raggrep: Semantic Search'));
   const title = page.locator('.quick-input-widget .quick-input-title');
@@ -284,28 +328,9 @@ async function main() {
 
   // raggrep.findSimilar.show = "peek": the same results in a peek view. The setting is changed
   // the way a user does, in the settings.json editor (saving it applies it at once).
-  const settingsFile = path.join(userData, 'User', 'settings.json');
-  const settings = JSON.parse(fs.readFileSync(settingsFile, 'utf8'));
   const peek = page.locator('.peekview-widget');
   let peeked = false;
-  if (await palette('Preferences: Open User Settings (JSON)')) {
-    const settingsTab = page.locator('.tabs-container .tab.active').filter({ hasText: 'settings.json' });
-    const settingsText = page.locator('.editor-instance .view-lines').filter({ hasText: 'workbench.startupEditor' });
-    if ((await visible(settingsTab, 10_000)) && (await visible(settingsText, 10_000))) {
-      await settingsText.first().click();
-      await page.keyboard.press('Control+A');
-      await page.keyboard.insertText(JSON.stringify({ ...settings, 'raggrep.findSimilar.show': 'peek' }, null, 2));
-      await visible(page.locator('.editor-instance .view-lines').filter({ hasText: 'raggrep.findSimilar.show' }), 5_000);
-      await page.keyboard.press('Control+S');
-      let saved = false;
-      for (const deadline = Date.now() + 10_000; !saved && Date.now() < deadline; ) {
-        saved = fs.readFileSync(settingsFile, 'utf8').includes('raggrep.findSimilar.show');
-        if (!saved) await new Promise((r) => setTimeout(r, 100));
-      }
-      check('the settings.json editor saves raggrep.findSimilar.show = "peek"', saved);
-      await page.keyboard.press('Control+W');
-    }
-  }
+  await editSettings({ 'raggrep.findSimilar.show': 'peek' });
   if (await visible(page.locator('.tabs-container .tab.active').filter({ hasText: 'auth.py' }), 5_000)) {
     for (let attempt = 0; attempt < 5 && !peeked; attempt++) {
       // Until the saved setting has reached the extension host the command still shows a list.
@@ -332,6 +357,17 @@ async function main() {
   const toast = page.locator('.notifications-toasts .notification-toast').filter({ hasText: /raggrep: .*\d+ files, \d+ chunks/ });
   check('Show Status reports files and chunks', await visible(toast, 10_000), await page.locator('.notifications-toasts').innerText().catch(() => '(no notification)'));
   await page.screenshot({ path: path.join(artifacts, 'status.png') });
+
+  // A server path that points nowhere: the extension restarts, says what is wrong and how to fix
+  // it, and the status bar shows the error.
+  const missing = path.join(tmp, 'no-such-dir', 'raggrep');
+  await editSettings({ 'raggrep.server.path': missing }, 'Workspace');
+  const notFound = page.locator('.notifications-toasts .notification-toast').filter({ hasText: `raggrep.server.path is set to "${missing}", which is not an executable file` });
+  const told = await visible(notFound, 15_000);
+  check('a wrong raggrep.server.path gets a notification with the fix', told && /Open Settings/.test(await notFound.first().innerText()), await page.locator('.notifications-toasts').innerText().catch(() => '(no notification)'));
+  const errorBar = page.locator('.statusbar-item').filter({ hasText: /^\s*raggrep\s*$/ }).locator('.codicon-error');
+  check('the status bar shows the error', await visible(errorBar, 10_000), await page.locator('.part.statusbar').innerText());
+  await page.screenshot({ path: path.join(artifacts, 'server-not-found.png') });
 
   check('no uncaught errors in the page', pageErrors.length === 0, pageErrors.slice(0, 3).join(' | '));
 }
