@@ -262,6 +262,20 @@ wait_log() {
   done
 }
 keys() { tmux_ send-keys -t "$session" "$@"; }
+# close REGEX: if an overlay matching REGEX is on screen, Escape closes it, and this waits until
+# it is gone, so that the next key cannot reach Helix in the same read as the Escape (ESC
+# directly followed by a key is read as Alt+key).
+close() {
+  local deadline=$((SECONDS + timeout_s))
+  capture
+  grep -Eq -- "$1" <<<"$screen" || return 0
+  keys Escape
+  while capture && grep -Eq -- "$1" <<<"$screen"; do
+    [ "$SECONDS" -ge "$deadline" ] && return 1
+    sleep 0.1
+  done
+}
+picker='│ +kind +name +path'
 show_failure() {
   echo "    --- screen"
   sed 's/^/    | /' <<<"$screen"
@@ -330,10 +344,10 @@ indexed() {
 # ask QUERY SYMBOL PATH: opens the workspace-symbol picker, types the question, and waits until
 # SYMBOL (in PATH) is the picker's first, selected row.
 ask() {
-  keys Escape
+  close "$picker"
   keys Space
   keys S
-  if ! wait_for '│ +kind +name +path'; then
+  if ! wait_for "$picker"; then
     not_ok "space S did not open the workspace-symbol picker"
     show_failure
     return 1
@@ -383,7 +397,7 @@ unfiltered() {
 
 # quit: :quit-all! exits Helix (and with it the server) cleanly.
 quit() {
-  keys Escape
+  close "$picker"
   keys -l ':qa!'
   keys Enter
   if wait_for '^\[hx exited with status 0\]'; then
@@ -410,20 +424,19 @@ if start_helix project .git src/auth.py && indexed; then
   fi
 
   # :sh runs the CLI on the index the server keeps; Helix shows its output in a popup.
-  keys Escape
   keys -l ":sh raggrep query \"'where do we validate tokens'\""
   keys Enter
-  if wait_for '^ +src/auth\.py:19-25 +[0-9.]+ +validate_token'; then
+  popup='^ +src/auth\.py:19-25 +[0-9.]+ +validate_token'
+  if wait_for "$popup"; then
     ok ":sh raggrep query shows the CLI's answer (src/auth.py:19-25 validate_token)"
   else
     not_ok ":sh raggrep query did not show src/auth.py:19-25 validate_token"
     show_failure
   fi
-  keys Escape
+  close "$popup"
 
   # space a lists the server's code action; running it sends workspace/executeCommand, whose
   # result Helix does not show (it only logs it).
-  keys Escape
   keys Space
   keys a
   if wait_for 'Find similar code'; then
@@ -457,7 +470,6 @@ if start_helix folder .helix src/auth.py; then
     capture
     show_failure
   fi
-  keys Escape
   keys -l ':lsp-workspace-command raggrep.toggle'
   keys Enter
   if wait_log 'raggrep <- \{"jsonrpc":"2.0","result":\{"roots":\[\{"enabled":true' &&
@@ -482,8 +494,7 @@ if start_helix folder .helix src/auth.py; then
   # Helix reports only the files it writes itself (didSave, didChangeWatchedFiles): a file made
   # outside Helix is indexed after :lsp-workspace-command raggrep.reindex.
   printf 'def celsius_to_fahrenheit(degrees):\n    """Convert a temperature reading."""\n    return degrees * 9 / 5 + 32\n' >"$ws/src/units.py"
-  keys Escape
-  keys Escape
+  close "$picker"
   keys -l ':lsp-workspace-command raggrep.reindex'
   keys Enter
   if wait_log 'raggrep <- \{"jsonrpc":"2.0","result":\{"queued":1\}'; then
@@ -506,7 +517,7 @@ if start_helix bare "" src/auth.py; then
     grep -q 'raggrep -> {"jsonrpc":"2.0","method":"initialize",.*"rootUri":null,.*"workspaceFolders":\[\]' "$log"; then
     keys Space
     keys S
-    wait_for '│ +kind +name +path' && keys -l "multiply two matrices"
+    wait_for "$picker" && keys -l "multiply two matrices"
     if wait_log 'raggrep <- \{"jsonrpc":"2.0","result":\[\],"id":[0-9]+\}' && wait_for '│ multiply two matrices +0/0 ' &&
       ! "$bin" status --root "$ws" --json >/dev/null 2>&1; then
       ok "no workspace marker: Helix sends no root (rootUri null, no folders); nothing indexed, space S empty"
