@@ -96,9 +96,10 @@ ln -sfn browser-linux.sh "$vs/bin/helpers/browser.sh"
 for module in kerberos @vscode/spdlog node-pty native-watchdog; do
   (cd "$vs" && node -e "require('$module')") || { log "native module $module does not load"; exit 1; }
 done
-# --version writes a default config file: keep it out of the real home.
-XDG_CONFIG_HOME="$dest/.probe-config" node "$entry" --version >&2
-rm -rf "$dest/.probe-config"
+# --version writes a default config file and a data directory: keep them out of the real home.
+probe="$dest/.probe-home"
+HOME="$probe" XDG_CONFIG_HOME="$probe/config" XDG_DATA_HOME="$probe/data" node "$entry" --version >&2
+rm -rf "$probe"
 
 echo "code-server $CODE_SERVER_VERSION installed in $((SECONDS - started)) s" >"$marker"
 log "done in $((SECONDS - started)) s"

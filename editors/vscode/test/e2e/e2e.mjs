@@ -183,6 +183,7 @@ async function main() {
   browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',
     headless: true,
+    env: childEnv, // its profile and caches go to the temp home too
     args: [
       '--headless',
       '--no-sandbox',
