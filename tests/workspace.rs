@@ -108,3 +108,35 @@ fn a_disabled_root_is_not_indexed_until_toggled_on() {
     assert!(config.contains("enabled = true"), "{config}");
     ws.shutdown();
 }
+
+/// Readers reacting to progress events must find what the event announces: on a fresh index the
+/// chunk list and lexical search at `Chunked`, and more embeddings at each `Published` (the
+/// language server reopens its snapshot on these; before this was fixed, `Chunked` came before
+/// the first publish and a new workspace answered nothing until embedding ended).
+#[test]
+fn progress_events_come_after_what_they_announce_is_published() {
+    use raggrep::index::{IndexLocation, IndexOptions, Snapshot, update};
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path(), 30);
+    let location = IndexLocation::new(dir.path(), None).unwrap();
+    let options = IndexOptions { embed_batch: 4, commit_interval: Duration::ZERO, ..IndexOptions::default() };
+    let mut seen = Vec::new();
+    update(&location, &FakeEmbedder::new(32), &options, &mut |p| match p {
+        Progress::Chunked { chunks, .. } => {
+            let snapshot = Snapshot::open(&location).expect("published before Chunked");
+            assert_eq!(snapshot.chunk_count(), chunks);
+            assert!(!snapshot.lexical_search("item", 5).unwrap().is_empty(), "lexical search is live");
+            seen.push(("chunked", snapshot.stats().embedded));
+        }
+        Progress::Published { embedded, .. } => {
+            let snapshot = Snapshot::open(&location).unwrap();
+            assert_eq!(snapshot.stats().embedded, embedded);
+            seen.push(("published", embedded));
+        }
+        _ => {}
+    })
+    .unwrap();
+    assert_eq!(seen.first().map(|s| s.0), Some("chunked"));
+    assert!(seen.iter().filter(|s| s.0 == "published").count() >= 2, "{seen:?}");
+    assert!(seen.windows(2).all(|w| w[0].1 <= w[1].1), "embedded counts only grow: {seen:?}");
+}

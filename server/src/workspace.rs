@@ -561,8 +561,9 @@ impl Workspace {
         let root_path = root.location.root.clone();
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             index::update(&root.location, self.embedder.as_ref(), &options, &mut |p| {
-                if let Progress::Chunked { .. } = p {
-                    // Lexical search and the chunk list are published: let queries see them.
+                if let Progress::Chunked { .. } | Progress::Published { .. } = p {
+                    // A new generation is published (lexical search and the chunk list first,
+                    // then more embeddings every few seconds): let queries see it.
                     let current = root.snapshot.read().ok().and_then(|s| s.clone());
                     if let Ok(snapshot) = Snapshot::open_reusing(&root.location, current.as_deref())
                         && let Ok(mut slot) = root.snapshot.write()

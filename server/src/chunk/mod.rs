@@ -162,14 +162,28 @@ pub struct ChunkConfig {
     pub max_tokens: usize,
     /// Lines repeated at the start of the next piece when a unit or window is split.
     pub overlap_lines: usize,
+    /// What precedes the code in the text the embedder sees.
+    pub header: EmbedHeader,
 }
 
 impl Default for ChunkConfig {
     fn default() -> Self {
-        // The embedder reads 256 tokens; the header (path + symbol) takes ~16 of them, and the
+        // The embedder reads 256 tokens; the header (symbol path) takes ~16 of them, and the
         // estimate errs low on dense code, so leave some room.
-        ChunkConfig { max_tokens: 224, overlap_lines: 2 }
+        ChunkConfig { max_tokens: 224, overlap_lines: 2, header: EmbedHeader::Symbol }
     }
+}
+
+/// The one-line header put before a chunk's code for embedding (chosen on the retrieval
+/// benchmark; see ARCHITECTURE.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmbedHeader {
+    /// The code alone.
+    None,
+    /// The symbol path (`Shard::open`), when the chunk has one.
+    Symbol,
+    /// The file path, then the symbol path.
+    PathAndSymbol,
 }
 
 /// A piece of a file before line numbers and hashes are attached.
@@ -181,15 +195,18 @@ pub(crate) struct Piece {
     pub container: Option<String>,
 }
 
-/// The text the embedder sees for a chunk: its symbol path as a one-line header, then the code.
+/// The text the embedder sees for a chunk: a one-line header (by default its symbol path), then
+/// the code.
 ///
-/// The file path is deliberately left out: embeddings are cached by this text, so a renamed
-/// file reuses its vectors; the path is matched by the lexical index instead.
-pub fn embedding_text(chunk: &Chunk, file_text: &str) -> String {
+/// The default leaves the file path out: embeddings are cached by this text, so a renamed file
+/// reuses its vectors; the path is matched by the lexical index instead.
+pub fn embedding_text(chunk: &Chunk, file_text: &str, header: EmbedHeader) -> String {
     let code = chunk.text(file_text);
-    match chunk.symbol_path() {
-        Some(symbol) => format!("{symbol}\n{code}"),
-        None => code.to_string(),
+    match (header, chunk.symbol_path()) {
+        (EmbedHeader::None, _) | (EmbedHeader::Symbol, None) => code.to_string(),
+        (EmbedHeader::Symbol, Some(symbol)) => format!("{symbol}\n{code}"),
+        (EmbedHeader::PathAndSymbol, Some(symbol)) => format!("{} {symbol}\n{code}", chunk.path),
+        (EmbedHeader::PathAndSymbol, None) => format!("{}\n{code}", chunk.path),
     }
 }
 

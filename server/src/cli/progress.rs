@@ -34,6 +34,8 @@ impl Display {
             )),
             Progress::Embedding { done, total } => self.embedding(done, total),
             Progress::BuildingAnn { vectors } => self.line(&format!("building the HNSW graph over {vectors} vectors…")),
+            // The bar already shows embedding progress.
+            Progress::Published { .. } => {}
         }
     }
 

@@ -469,10 +469,10 @@ mod tests {
         let (n, dim) = (1000, 16);
         let data = vectors(n, dim);
         let ann = Ann::build_from(&data, dim, &|_| true);
-        let only_even = |s: usize| s % 2 == 0;
+        let only_even = |s: usize| s.is_multiple_of(2);
         let found = ann.search(&data, &data[..dim], 10, EF_SEARCH, Some(&only_even));
         assert_eq!(found.len(), 10);
-        assert!(found.iter().all(|(s, _)| s % 2 == 0));
+        assert!(found.iter().all(|(s, _)| s.is_multiple_of(2)));
         assert!(found.windows(2).all(|w| w[0].1 >= w[1].1), "best first");
     }
 

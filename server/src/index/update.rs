@@ -71,7 +71,8 @@ pub enum Progress {
     Rebuilding {
         reason: String,
     },
-    /// Files read and chunked; lexical search is now live.
+    /// Files read and chunked, and published: lexical search (and every chunk embedded before)
+    /// answers from the new content now.
     Chunked {
         files: usize,
         changed_files: usize,
@@ -84,6 +85,12 @@ pub enum Progress {
     },
     BuildingAnn {
         vectors: usize,
+    },
+    /// An intermediate generation with more embedded chunks was published (every
+    /// `commit_interval` while embedding); readers may reopen.
+    Published {
+        generation: u64,
+        embedded: usize,
     },
 }
 
@@ -290,12 +297,12 @@ pub fn update(
     stats.chunks = chunks.len();
     stats.skipped_files = skipped.len();
     let total_to_embed: usize = waiting.values().map(Vec::len).sum();
-    progress(Progress::Chunked {
+    let chunked = Progress::Chunked {
         files: files.len(),
         changed_files: stats.changed_files,
         chunks: chunks.len(),
         to_embed: total_to_embed,
-    });
+    };
 
     // Publish: lexical first, then the manifest that matches it.
     let mut manifest = Manifest {
@@ -315,6 +322,8 @@ pub fn update(
     lex.commit(manifest.generation)?;
     publish(&location.dir, &manifest)?;
     stats.seconds_to_lexical = start.elapsed().as_secs_f64();
+    // Only now: a reader reacting to this event must find the published generation.
+    progress(chunked);
 
     // Embed what the cache did not have.
     if !pending.is_empty() {
@@ -346,6 +355,7 @@ pub fn update(
                 manifest.generation += 1;
                 manifest.updated_unix_ms = now_ms();
                 publish(&location.dir, &manifest)?;
+                progress(Progress::Published { generation: manifest.generation, embedded: done });
                 last_publish = Instant::now();
             }
         }

@@ -280,17 +280,32 @@ impl Backend {
             MessageActionItem { title: "Not now".into(), properties: HashMap::new() },
             MessageActionItem { title: "Never".into(), properties: HashMap::new() },
         ];
-        let answer = self
+        let asked = self
             .client
             .show_message_request(
                 MessageType::INFO,
                 format!("raggrep: {} {why}. Index it for semantic search?", root.display()),
                 Some(actions),
             )
-            .await
-            .ok()
-            .flatten()
-            .map(|a| a.title);
+            .await;
+        let answer = match asked {
+            Ok(answer) => answer.map(|a| a.title),
+            Err(err) => {
+                // Some clients (Helix 25.01) cannot ask; say how to turn indexing on instead of
+                // staying silent.
+                tracing::info!("cannot ask whether to index {}: {err}", root.display());
+                self.client
+                    .show_message(
+                        MessageType::INFO,
+                        format!(
+                            "raggrep: not indexing {}: it {why}. Run the command raggrep.toggle to index it.",
+                            root.display()
+                        ),
+                    )
+                    .await;
+                None
+            }
+        };
         match answer.as_deref() {
             Some("Index") => {
                 let _ = ProjectConfig { enabled: Some(true) }.save(&location);
@@ -451,6 +466,13 @@ impl LanguageServer for Backend {
         {
             roots.push(path.into_owned());
         }
+        // Last resort, the deprecated `rootPath` (Helix sends only this outside a project).
+        #[allow(deprecated)]
+        if roots.is_empty()
+            && let Some(path) = params.root_path.as_deref().filter(|p| !p.is_empty())
+        {
+            roots.push(PathBuf::from(path));
+        }
         if let Ok(mut slot) = self.roots.lock() {
             *slot = roots;
         }
@@ -597,11 +619,16 @@ impl LanguageServer for Backend {
     }
 
     async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
+        let before = self.state.settings.lock().map(|s| s.clone()).ok();
         let unknown = self.apply_settings(&params.settings);
         if !unknown.is_empty() {
             tracing::warn!("unknown settings ignored: {}", unknown.join(", "));
         }
-        if let Ok(workspace) = self.workspace() {
+        let after = self.state.settings.lock().map(|s| s.clone()).ok();
+        // Clients often resend the initial settings right after start-up: nothing to redo then.
+        if before != after
+            && let Ok(workspace) = self.workspace()
+        {
             workspace.schedule_all();
         }
     }
@@ -618,8 +645,9 @@ impl LanguageServer for Backend {
     async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
         let path = file_path(&params.text_document.uri)?;
         let mut range = params.range;
-        if range.start == range.end {
-            // No selection: the enclosing indexed unit (function, method, …) under the cursor.
+        if range.start.line == range.end.line {
+            // No selection, or part of one line (Helix's cursor is a one-character selection):
+            // the enclosing indexed unit (function, method, …) under the cursor.
             let line = range.start.line + 1;
             let unit = self
                 .blocking(move |ws| {
@@ -763,6 +791,8 @@ async fn forward_events(client: Client, mut events: UnboundedReceiver<Event>, st
                     }
                     Progress::Rebuilding { reason } => (false, reason.clone(), None),
                     Progress::Waiting => (false, "waiting for another raggrep process".into(), None),
+                    // Embedding reports already carry the progress.
+                    Progress::Published { .. } => continue,
                 };
                 if begin && !tokens.contains_key(&root) {
                     counter += 1;
