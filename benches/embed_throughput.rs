@@ -5,6 +5,11 @@
 //! Walks PATH (default: the cargo registry's sources), chunks it like the indexer does, takes N
 //! chunks spread over the tree, and embeds them with each configuration, reporting chunks/s and
 //! tokens/s. Ratios between rows matter more than absolute numbers on a shared machine.
+//!
+//! Then the engine's default configuration against raw ONNX Runtime (Python onnxruntime 1.31.1
+//! with the same model, tokenizer and recipe: `benches/ort_reference.py`, run from the tools venv
+//! of `scripts/bootstrap.sh`), alternating the two twice and keeping each one's best run, so load
+//! from other processes hits both alike. `--no-reference` skips it.
 
 #![allow(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)]
 
@@ -22,6 +27,7 @@ fn main() {
     let mut n_chunks = 1500usize;
     let mut model: Option<String> = None;
     let mut quick = false;
+    let mut reference = true;
     let mut only: Option<Vec<(usize, bool, usize)>> = None;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -29,6 +35,7 @@ fn main() {
             "--chunks" => n_chunks = it.next().and_then(|v| v.parse().ok()).unwrap_or(n_chunks),
             "--model" => model = it.next().cloned(),
             "--quick" => quick = true,
+            "--no-reference" => reference = false,
             // `--configs 1x0,8x1`: batch size × threads (0 = all), length-sorted.
             "--configs" => {
                 only = it.next().map(|list| {
@@ -102,6 +109,61 @@ fn main() {
             tokens as f64 / secs
         );
     }
+    if reference {
+        compare_with_onnxruntime(&assets, &refs, tokens);
+    }
+}
+
+/// Engine (default options) vs Python onnxruntime on the same chunks: A B A B, best of each.
+fn compare_with_onnxruntime(assets: &Assets, texts: &[&str], tokens: usize) {
+    let home = raggrep::embed::cache_dir().expect("cache dir");
+    let python = home.join("tools").join("venv").join("bin").join("python");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches").join("ort_reference.py");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let texts_file = dir.path().join("texts.json");
+    std::fs::write(&texts_file, serde_json::to_vec(texts).expect("json")).expect("write texts");
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let embedder = OnnxEmbedder::load(assets.clone(), EmbedOptions::default()).expect("model");
+    let _ = embedder.embed_documents(&texts[..texts.len().min(16)]);
+    let (mut engine_best, mut python_best) = (f64::INFINITY, f64::INFINITY);
+    for _ in 0..2 {
+        let start = Instant::now();
+        embedder.embed_documents(texts).expect("embed");
+        engine_best = engine_best.min(start.elapsed().as_secs_f64());
+        let output = std::process::Command::new(&python)
+            .arg(&script)
+            .arg("--model-dir")
+            .arg(&assets.model_dir)
+            .arg("--texts")
+            .arg(&texts_file)
+            .arg("--threads")
+            .arg(threads.to_string())
+            .output();
+        let report: serde_json::Value = match output {
+            Ok(out) if out.status.success() => serde_json::from_slice(&out.stdout).expect("reference output"),
+            Ok(out) => {
+                eprintln!("reference run failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+                return;
+            }
+            Err(err) => {
+                eprintln!("cannot run {} ({err}); run scripts/bootstrap.sh", python.display());
+                return;
+            }
+        };
+        assert_eq!(report["tokens"].as_u64(), Some(tokens as u64), "both sides see the same tokens");
+        python_best = python_best.min(report["seconds"].as_f64().expect("seconds"));
+    }
+    let n = texts.len() as f64;
+    println!();
+    println!("| embedder (batch 1, length-sorted, {threads} threads) | chunks/s | tokens/s |");
+    println!("|---|---:|---:|");
+    println!("| raggrep engine | {:.1} | {:.0} |", n / engine_best, tokens as f64 / engine_best);
+    println!(
+        "| raw ONNX Runtime (Python onnxruntime 1.31.1) | {:.1} | {:.0} |",
+        n / python_best,
+        tokens as f64 / python_best
+    );
+    println!("| **ratio engine / raw** | **{:.2}×** | |", python_best / engine_best);
 }
 
 fn default_corpus() -> PathBuf {

@@ -141,6 +141,21 @@ fn main() {
         save_ms.push(t.elapsed().as_secs_f64() * 1000.0);
     }
     fs::write(&file, &original).unwrap();
+    client.notify("textDocument/didSave", json!({"textDocument": {"uri": uri(&file)}}));
+    client.wait_index_updated(&root);
+    // Idle: the last update is published and nothing is queued; give the allocator a moment.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let status = fs::read_to_string(format!("/proc/{}/status", client.pid())).unwrap_or_default();
+    let field = |name: &str| -> f64 {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+            / 1024.0
+    };
+    let (idle_rss_mb, peak_rss_mb) = (field("VmRSS:"), field("VmHWM:"));
     assert_eq!(client.shutdown_and_exit(), 0);
 
     let chunks =
@@ -161,4 +176,9 @@ fn main() {
     println!("| start-up with an existing index (spawn → first workspace/symbol answer) | {startup_ms:.0} | — |");
     println!("| workspace/symbol ({rounds} queries) | {sym50:.1} | {sym95:.1} |");
     println!("| didSave → searchable ({rounds} saves) | {save50:.1} | {save95:.1} |");
+    println!();
+    println!("| server memory ({} chunks, model loaded) | MB |", chunks["chunks"]);
+    println!("|---|---:|");
+    println!("| RSS at idle (after the saves) | {idle_rss_mb:.0} |");
+    println!("| peak RSS of the session | {peak_rss_mb:.0} |");
 }

@@ -4,6 +4,8 @@
 //!
 //! `bash benches/retrieval/build.sh [--quick]` builds the data; then
 //! `cargo bench --bench retrieval -- [--quick] [--model NAME] [--json OUT] [--check]`
+//! `cargo bench --bench retrieval -- --header none|symbol|path --chunk-tokens N` evaluates an
+//! indexing variant (embedding header, chunk budget) with hybrid/dense/lexical only.
 //!
 //! Systems, all in one run on the same queries: raggrep hybrid (several fusions), dense and
 //! lexical, and the naive baseline of design seeds 000/004 (fixed 40-line windows, dense-only
@@ -16,6 +18,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use raggrep::chunk::EmbedHeader;
 use raggrep::embed::{Assets, EmbedOptions, Embedder, OnnxEmbedder, Vector};
 use raggrep::index::{self, IndexLocation, IndexOptions, Snapshot};
 use raggrep::search::{Fusion, Mode, Query, search_with_vector};
@@ -72,6 +75,7 @@ fn bench_dir() -> PathBuf {
 }
 
 /// The naive baseline: 40-line windows of every indexed file, embedded raw, cosine top-k.
+#[derive(Default)]
 struct Baseline {
     windows: Vec<(String, u32, u32)>,
     vectors: Vec<Vector>,
@@ -113,6 +117,21 @@ fn main() {
     let check = args.iter().any(|a| a == "--check");
     let model = args.iter().position(|a| a == "--model").and_then(|i| args.get(i + 1)).cloned();
     let json_out = args.iter().position(|a| a == "--json").and_then(|i| args.get(i + 1)).cloned();
+    let arg = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+    let mut options = IndexOptions::default();
+    if let Some(tokens) = arg("--chunk-tokens") {
+        options.chunk.max_tokens = tokens.parse().expect("--chunk-tokens N");
+    }
+    if let Some(header) = arg("--header") {
+        options.chunk.header = match header.as_str() {
+            "none" => EmbedHeader::None,
+            "symbol" => EmbedHeader::Symbol,
+            "path" => EmbedHeader::PathAndSymbol,
+            other => panic!("--header none|symbol|path, not {other}"),
+        };
+    }
+    let variant = arg("--chunk-tokens").is_some() || arg("--header").is_some();
+    let variant_name = format!("h-{:?}-t{}", options.chunk.header, options.chunk.max_tokens).to_lowercase();
     let data = bench_dir().join(if quick { "retrieval-quick" } else { "retrieval" });
     let queries_path = data.join("queries.jsonl");
     let Ok(text) = std::fs::read_to_string(&queries_path) else {
@@ -130,7 +149,7 @@ fn main() {
     let model_id = embedder.info().id.clone();
     eprintln!("{} queries from {}; model {model_id}", golds.len(), data.display());
 
-    let systems: Vec<(&str, Option<Mode>, Fusion)> = vec![
+    let mut systems: Vec<(&str, Option<Mode>, Fusion)> = vec![
         ("raggrep hybrid (default: weighted 0.5/0.5)", Some(Mode::Hybrid), Fusion::default()),
         ("raggrep hybrid (RRF k=60)", Some(Mode::Hybrid), Fusion::Rrf { k: 60.0, dense_weight: 1.0 }),
         ("raggrep hybrid (RRF k=60, dense ×2)", Some(Mode::Hybrid), Fusion::Rrf { k: 60.0, dense_weight: 2.0 }),
@@ -139,6 +158,14 @@ fn main() {
         ("raggrep lexical", Some(Mode::Lexical), Fusion::default()),
         ("baseline: 40-line windows, dense", None, Fusion::default()),
     ];
+    if variant {
+        systems.retain(|(name, mode, fusion)| {
+            *mode == Some(Mode::Dense)
+                || *mode == Some(Mode::Lexical)
+                || name.contains("default") && *fusion == Fusion::default()
+        });
+        eprintln!("variant {variant_name}: {:?}", options.chunk);
+    }
     let mut by_package: BTreeMap<String, Vec<Gold>> = BTreeMap::new();
     for gold in &golds {
         by_package.entry(gold.package.clone()).or_default().push(gold.clone());
@@ -148,13 +175,17 @@ fn main() {
     let started = Instant::now();
     for (package, golds) in &by_package {
         let corpus = data.join("packages").join(package).join("corpus");
-        let index_dir =
-            bench_dir().join("indexes").join(&model_id).join(if quick { "quick" } else { "full" }).join(package);
+        let set = if variant {
+            format!("{}-{variant_name}", if quick { "quick" } else { "full" })
+        } else {
+            (if quick { "quick" } else { "full" }).to_string()
+        };
+        let index_dir = bench_dir().join("indexes").join(&model_id).join(set).join(package);
         let location = IndexLocation::new(&corpus, Some(&index_dir)).unwrap();
         let t = Instant::now();
-        let stats = index::update(&location, &embedder, &IndexOptions::default(), &mut |_| {}).unwrap();
+        let stats = index::update(&location, &embedder, &options, &mut |_| {}).unwrap();
         let snapshot = Snapshot::open(&location).unwrap();
-        let baseline = Baseline::build(&corpus, &embedder);
+        let baseline = if variant { Baseline::default() } else { Baseline::build(&corpus, &embedder) };
         eprintln!(
             "{package}: {} files, {} chunks ({} embedded now), {} baseline windows, {} queries, {:.0}s",
             stats.files,
@@ -240,7 +271,7 @@ fn main() {
         let ids: std::collections::HashSet<&str> = golds.iter().map(|g| g.id.as_str()).collect();
         assert_eq!(ids.len(), golds.len(), "query ids are not unique");
         assert!(hybrid.file[2] > 0.0, "hybrid file recall@10 is zero");
-        assert!(scores[systems.len() - 1]["all"].n == hybrid.n, "baseline evaluated on other queries");
+        assert!(scores[systems.len() - 1]["all"].n == hybrid.n, "last system evaluated on other queries");
         eprintln!("check: ok");
     }
 }

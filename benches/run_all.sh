@@ -1,63 +1,149 @@
 #!/usr/bin/env bash
-# Runs every benchmark (full mode, tens of minutes on 2 cores) and writes BENCHMARKS.md:
-# date, commit, machine (lscpu), then each table. Ratios within one run are what to compare;
-# absolute times move with the machine's load.
+# Runs every benchmark (full mode, about an hour on 2 cores) and writes BENCHMARKS.md: date,
+# commit, machine (lscpu), then each table. Ratios within one run are what to compare; absolute
+# times move with the machine's load.
 #
-#   bash benches/run_all.sh [TREE]    # TREE: a ~100k-line source tree (default: tantivy's source
-#                                     # from the cargo registry, copied to a temp dir)
+#   bash benches/run_all.sh [--only SECTION,...] [TREE]
+#
+# TREE: a ~100k-line source tree (default: tantivy 0.27's source from the cargo registry, copied
+# to target/benchmarks/tree). Each section writes target/benchmarks/<section>.md headed by its own
+# date and commit; BENCHMARKS.md is assembled from all section files present, so `--only`
+# re-runs some sections and keeps the others' last results.
+#
+# Sections: retrieval retrieval-fp32 variants embed cold query incremental lsp ann scale micro
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
+
+all=(retrieval retrieval-fp32 variants embed cold query incremental lsp ann scale micro)
+only=""
+tree=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --only) only="$2"; shift 2 ;;
+    *) tree="$1"; shift ;;
+  esac
+done
+sections=("${all[@]}")
+if [[ -n $only ]]; then IFS=, read -r -a sections <<<"$only"; fi
+
+out="$here/target/benchmarks"
+mkdir -p "$out"
 bash scripts/bootstrap.sh
 bash benches/retrieval/build.sh
 cargo build --release --locked
 cargo bench --locked --no-run
 
-tree="${1:-}"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
 if [[ -z $tree ]]; then
-  src="$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/tantivy-0.27.0 | head -n1)"
-  cp -r "$src" "$work/tree"
-  tree="$work/tree"
+  tree="$out/tree"
+  if [[ ! -d $tree ]]; then
+    src="$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/tantivy-0.27.0 | head -n1)"
+    cp -r "$src" "$tree"
+    mkdir -p "$tree/.git" # a project: the language server indexes it without asking
+  fi
 fi
 bin="$here/target/release/raggrep"
+bench() { cargo bench --locked --bench "$@" 2>/dev/null; }
+ensure_indexed() { [[ -f $tree/.raggrep/CURRENT ]] || "$bin" index "$tree" >&2; }
 
-out="$work/BENCHMARKS.md"
+run_section() {
+  local name="$1"
+  echo "== $name" >&2
+  {
+    echo "<!-- $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD) -->"
+    case "$name" in
+      retrieval)
+        echo "## Retrieval quality"
+        echo
+        bench retrieval -- --json "$out/retrieval.json"
+        ;;
+      retrieval-fp32)
+        echo "## Retrieval quality, fp32 model (for the int8-vs-fp32 comparison)"
+        echo
+        bench retrieval -- --model all-minilm-l6-v2-fp32
+        ;;
+      variants)
+        echo "## Indexing variants (embedding header, chunk budget), all queries"
+        echo
+        echo "Default: symbol-path header, 224-token chunks (the \"Retrieval quality\" section)."
+        echo
+        for v in "--header none" "--header path" "--chunk-tokens 128"; do
+          echo "### \`$v\`"
+          echo
+          # shellcheck disable=SC2086
+          bench retrieval -- $v | sed -n '/^\*\*all\*\*/,/^$/p'
+        done
+        ;;
+      embed)
+        echo "## Embedding throughput"
+        echo
+        bench embed_throughput -- --chunks 400
+        ;;
+      cold)
+        echo "## Cold index of $(basename "$tree") ($(find "$tree" -name '*.rs' -print0 | xargs -0 cat | wc -l) lines of Rust)"
+        echo
+        rm -rf "$tree/.raggrep"
+        echo '```'
+        /usr/bin/time -f "wall %e s, peak RSS %M KB" "$bin" index "$tree" --json 2>&1 | tail -2
+        echo '```'
+        ;;
+      query)
+        ensure_indexed
+        echo "## Query latency, HNSW recall, warm start ($(basename "$tree"))"
+        echo
+        cargo bench --locked --bench query_latency -- "$tree" 2>&1 | grep -vE '^\s*(Compiling|Finished|Running)'
+        ;;
+      incremental)
+        ensure_indexed
+        echo "## Incremental re-index from the command line ($(basename "$tree"))"
+        echo
+        bench cli_incremental -- "$tree"
+        ;;
+      lsp)
+        ensure_indexed
+        echo "## Language server ($(basename "$tree"))"
+        echo
+        bench lsp_latency -- "$tree" --in-place
+        ;;
+      ann)
+        echo "## Vector search at scale (synthetic 384-d, 10k and 100k)"
+        echo
+        bench ann_scale -- --sizes 10000,100000 --queries 300
+        ;;
+      scale)
+        echo "## A 100k-chunk index: warm start, memory, bytes per chunk"
+        echo
+        bench scale_index -- --chunks 100000
+        ;;
+      micro)
+        echo "## Micro-benchmarks (criterion)"
+        echo
+        echo '```'
+        cargo bench --locked --bench micro -- --noplot 2>/dev/null | grep -E '^[a-z]|time:' | sed 's/^ *//'
+        echo '```'
+        ;;
+      *) echo "unknown section $name" >&2; return 2 ;;
+    esac
+    echo
+  } >"$out/$name.md.tmp"
+  mv "$out/$name.md.tmp" "$out/$name.md"
+}
+
+for s in "${sections[@]}"; do run_section "$s"; done
+
 {
   echo "# raggrep benchmarks"
   echo
-  echo "Generated by \`bash benches/run_all.sh\` on $(date -u +%Y-%m-%d) at commit $(git rev-parse --short HEAD)."
+  echo "Generated by \`bash benches/run_all.sh\` (assembled $(date -u +%Y-%m-%d) at commit $(git rev-parse --short HEAD);"
+  echo "each section's own date and commit are in the comment above it). Machine:"
   echo
   echo '```'
-  lscpu | grep -E '^(Model name|CPU\(s\)|Thread|Core|Socket|L2|L3|Flags)' | cut -c1-160
+  lscpu | grep -E '^(Model name|CPU\(s\)|Thread|Core|Socket|L2|L3)' | cut -c1-160
   echo '```'
   echo
-  echo "## Retrieval quality"
-  echo
-  cargo bench --locked --bench retrieval -- --json "$work/retrieval.json" 2>/dev/null
-  echo
-  echo "## Retrieval quality, fp32 model (for the int8-vs-fp32 comparison)"
-  echo
-  cargo bench --locked --bench retrieval -- --model all-minilm-l6-v2-fp32 2>/dev/null
-  echo
-  echo "## Embedding throughput"
-  echo
-  cargo bench --locked --bench embed_throughput -- --chunks 400 2>/dev/null
-  echo
-  echo "## Cold index of $(basename "$tree") ($(find "$tree" -name '*.rs' | xargs cat | wc -l) lines of Rust)"
-  echo
-  echo '```'
-  /usr/bin/time -f "wall %e s, peak RSS %M KB" "$bin" index "$tree" --json 2>&1 | tail -2
-  echo '```'
-  echo
-  echo "## Query latency, HNSW recall, warm start"
-  echo
-  cargo bench --locked --bench query_latency -- "$tree" 2>&1 | grep -vE '^\s*(Compiling|Finished|Running)'
-  echo
-  echo "## Language server"
-  echo
-  cargo bench --locked --bench lsp_latency -- "$tree" --in-place 2>/dev/null
-} > "$out"
-cp "$out" "$here/BENCHMARKS.md"
+  for s in "${all[@]}"; do
+    [[ -f $out/$s.md ]] && cat "$out/$s.md"
+  done
+} >"$out/BENCHMARKS.md"
+cp "$out/BENCHMARKS.md" "$here/BENCHMARKS.md"
 echo "wrote BENCHMARKS.md" >&2

@@ -31,6 +31,12 @@ pub struct Client {
 }
 
 impl Client {
+    /// The server's process id (benchmarks read its memory use from /proc).
+    #[allow(dead_code)]
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn start(binary: &str, cwd: &Path) -> Client {
         let mut child = Command::new(binary)
             .args(["lsp"])
