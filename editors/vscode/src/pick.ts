@@ -36,7 +36,8 @@ function messageRow(label: string, detail?: string): Row {
  * Keeps the server's order: VS Code filters QuickPick rows against the typed text (label,
  * description, detail) and, by default, sorts rows whose label matches to the top. Rows have
  * `alwaysShow`, description/detail matching is off, and label sorting is turned off where the
- * running VS Code accepts it (the `sortByLabel` property, settable since 1.81's extension host).
+ * running VS Code accepts it: `sortByLabel` is still a proposed API in the typings, but the
+ * extension host of 1.100 sets it without a proposal check.
  */
 function unfiltered(pick: vscode.QuickPick<Row>): void {
   pick.matchOnDescription = false;
@@ -108,7 +109,7 @@ export function showSearch(search: Search, initial = ''): vscode.QuickPick<Row> 
     }
   };
 
-  pick.onDidChangeValue((value) => {
+  const onValue = (value: string) => {
     generation += 1;
     const mine = generation;
     if (timer) clearTimeout(timer);
@@ -120,7 +121,8 @@ export function showSearch(search: Search, initial = ''): vscode.QuickPick<Row> 
       return;
     }
     timer = setTimeout(() => void run(query, mine), DEBOUNCE_MS);
-  });
+  };
+  pick.onDidChangeValue(onValue);
   pick.onDidHide(() => {
     generation += 1;
     if (timer) clearTimeout(timer);
@@ -129,6 +131,7 @@ export function showSearch(search: Search, initial = ''): vscode.QuickPick<Row> 
   pick.show();
   if (initial) {
     pick.value = initial;
+    onValue(initial); // whether or not the assignment fires onDidChangeValue: a second call only restarts the debounce
   }
   return pick;
 }

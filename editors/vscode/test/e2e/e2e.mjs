@@ -359,6 +359,43 @@ async function main() {
   check('Show Status reports files and chunks', await visible(toast, 10_000), await page.locator('.notifications-toasts').innerText().catch(() => '(no notification)'));
   await page.screenshot({ path: path.join(artifacts, 'status.png') });
 
+  const toasts = page.locator('.notifications-toasts');
+  const clearToasts = async () => {
+    await page.keyboard.press('Escape'); // focus back to the editor
+    const n = await page.locator('.notifications-toasts .notification-toast').count();
+    if (n > 0) await palette('Notifications: Clear All Notifications');
+  };
+
+  // raggrep: Reindex.
+  await clearToasts();
+  check('"raggrep: Reindex" is in the command palette', await palette('raggrep: Reindex'));
+  check('Reindex queues the workspace folder', await visible(toasts.locator('.notification-toast').filter({ hasText: 'raggrep: reindexing 1 workspace folder' }), 10_000), await toasts.innerText().catch(() => '(no notification)'));
+
+  // raggrep: Toggle for this Workspace: off (status bar says so), then on again.
+  await clearToasts();
+  check('"raggrep: Toggle for this Workspace" is in the command palette', await palette('raggrep: Toggle for this Workspace'));
+  check('Toggle turns indexing off', await visible(toasts.locator('.notification-toast').filter({ hasText: 'raggrep: indexing of polyglot is now off' }), 10_000), await toasts.innerText().catch(() => '(no notification)'));
+  const offBar = page.locator('.statusbar-item').filter({ hasText: 'raggrep: off' });
+  check('the status bar shows "raggrep: off"', await visible(offBar, 10_000), await page.locator('.part.statusbar').innerText());
+  await page.screenshot({ path: path.join(artifacts, 'toggled-off.png') });
+  await clearToasts();
+  await palette('raggrep: Toggle for this Workspace');
+  check('Toggle turns indexing on again', await visible(toasts.locator('.notification-toast').filter({ hasText: 'raggrep: indexing of polyglot is now on' }), 10_000), await toasts.innerText().catch(() => '(no notification)'));
+  check('the status bar shows the chunk count again', await visible(counted, 30_000), await page.locator('.part.statusbar').innerText());
+
+  // raggrep: Context for a Question: a Markdown document citing the sources.
+  await clearToasts();
+  check('"raggrep: Context for a Question" is in the command palette', await palette('raggrep: Context for a Question'));
+  const question = page.locator('.quick-input-widget .quick-input-box input');
+  if (await visible(title.filter({ hasText: 'raggrep: Context for a Question' }), 10_000)) {
+    await question.fill('multiply two matrices');
+    await page.keyboard.press('Enter');
+  }
+  const contextDoc = page.locator('.editor-instance .view-lines').filter({ hasText: 'lib/matrix.c' });
+  check('the context opens in an editor and cites lib/matrix.c', await visible(contextDoc, 15_000), await page.locator('.tabs-container').innerText().catch(() => '(no tabs)'));
+  await page.screenshot({ path: path.join(artifacts, 'context.png') });
+  await clearToasts();
+
   // A server path that points nowhere: the extension restarts, says what is wrong and how to fix
   // it, and the status bar shows the error.
   const missing = path.join(tmp, 'no-such-dir', 'raggrep');
