@@ -361,7 +361,9 @@ class Raggrep implements vscode.Disposable {
         const command = typeof action.command === 'string' ? (action as ProtocolCommand) : (action as ProtocolCodeAction).command;
         const args = command?.arguments?.[0];
         if (command?.command === SERVER_FIND_SIMILAR && isSimilarArgs(args)) {
-          return args.range;
+          const r = args.range;
+          // A zero-width range: no indexed unit under the cursor; keep the cursor line.
+          return r.start.line === r.end.line && r.start.character === r.end.character ? undefined : r;
         }
       }
     } catch (err) {
