@@ -127,6 +127,28 @@ fn language_server_end_to_end() {
             && hit["end_line"].as_u64().unwrap() >= 4;
         assert!(!overlaps_source, "source returned as similar: {hit}");
     }
+    let source = &similar["source"]["range"];
+    assert!(
+        source["start"]["line"].as_u64().unwrap() <= 3 && source["end"]["line"].as_u64().unwrap() >= 12,
+        "source range covers the selection: {similar}"
+    );
+
+    // Outside every indexed folder: no code action, and findSimilar says why.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let stray = elsewhere.path().join("settings.json");
+    std::fs::write(&stray, "{\n  \"a\": 1\n}\n").unwrap();
+    let stray_range = json!({"start": {"line": 0, "character": 0}, "end": {"line": 2, "character": 0}});
+    let none = client.request(
+        "textDocument/codeAction",
+        json!({"textDocument": {"uri": uri(&stray)}, "range": stray_range, "context": {"diagnostics": []}}),
+    );
+    assert!(none.is_null() || none.as_array().is_some_and(|a| a.is_empty()), "{none}");
+    let refused = client.request_full(
+        "workspace/executeCommand",
+        json!({"command": "raggrep.findSimilar", "arguments": [{"uri": uri(&stray), "range": stray_range}]}),
+    );
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("not inside an indexed workspace folder"), "{refused}");
 
     // codeAction: "Find similar code" for the function under the cursor.
     let auth = alpha.join("src/auth.py");
@@ -140,6 +162,12 @@ fn language_server_end_to_end() {
     let range = &action["command"]["arguments"][0]["range"];
     assert_eq!(range["start"]["line"], 18, "expanded to validate_token: {range}");
     assert_eq!(range["end"]["line"], 25);
+    // Helix sends its cursor as a one-character selection: same expansion.
+    let actions = client.request(
+        "textDocument/codeAction",
+        json!({"textDocument": {"uri": uri(&auth)}, "range": {"start": {"line": 21, "character": 4}, "end": {"line": 21, "character": 5}}, "context": {"diagnostics": []}}),
+    );
+    assert_eq!(actions[0]["command"]["arguments"][0]["range"]["start"]["line"], 18, "{actions}");
 
     // context respects maxTokens and cites its sources.
     let small = client.command("raggrep.context", json!({"query": "how are API tokens validated", "maxTokens": 150}));

@@ -418,8 +418,19 @@ impl Workspace {
 
     /// Chunks similar to the code at `path` lines `start..=end` (1-based), excluding that code.
     /// Uses the indexed chunks under the range when there are any, else embeds the range's text.
-    pub fn find_similar(&self, path: &Path, start: u32, end: u32, k: usize) -> Result<Vec<RootHit>, SearchError> {
-        let Some((root, rel)) = self.locate(path) else { return Ok(Vec::new()) };
+    ///
+    /// Also returns the lines actually used as the source: the range widened to the indexed
+    /// chunks it touches (those are excluded from the results).
+    pub fn find_similar(
+        &self,
+        path: &Path,
+        start: u32,
+        end: u32,
+        k: usize,
+    ) -> Result<(Vec<RootHit>, (u32, u32)), SearchError> {
+        let Some((root, rel)) = self.locate(path) else {
+            return Err(SearchError::OutsideWorkspace(path.to_path_buf()));
+        };
         let mut vectors: Vec<Vector> = Vec::new();
         let mut span = (start, end);
         if let Some(snapshot) = self.snapshot(&root) {
@@ -435,7 +446,7 @@ impl Workspace {
         let buffer_differs = self.overlays.contains_key(&canonical_or_parent(path));
         if vectors.is_empty() || buffer_differs {
             if text.trim().is_empty() {
-                return Ok(Vec::new());
+                return Ok((Vec::new(), span));
             }
             vectors = self.embedder.embed_documents(&[text.as_str()])?;
         }
@@ -446,7 +457,7 @@ impl Workspace {
         }
         let vector = Vector::normalized(mean);
         let query = Query { k, mode: Mode::Dense, ..Query::new(text) };
-        self.search_roots(&query, Some(&vector), Some((&root, &rel, span.0, span.1)))
+        Ok((self.search_roots(&query, Some(&vector), Some((&root, &rel, span.0, span.1)))?, span))
     }
 
     /// Lines (1-based, inclusive) of the smallest indexed unit containing `line` of `path`.

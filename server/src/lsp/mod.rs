@@ -645,20 +645,19 @@ impl LanguageServer for Backend {
     async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
         let path = file_path(&params.text_document.uri)?;
         let mut range = params.range;
-        if range.start.line == range.end.line {
-            // No selection, or part of one line (Helix's cursor is a one-character selection):
-            // the enclosing indexed unit (function, method, …) under the cursor.
-            let line = range.start.line + 1;
-            let unit = self
-                .blocking(move |ws| {
-                    let Some((root, rel)) = ws.locate(&path) else { return Ok(None) };
-                    let _ = root;
-                    Ok(ws.enclosing_chunk(&path, &rel, line))
-                })
-                .await?;
-            if let Some((start, end)) = unit {
-                range = to_proto::line_range(start, end);
-            }
+        // No selection, or part of one line (Helix's cursor is a one-character selection): the
+        // enclosing indexed unit (function, method, …) under the cursor.
+        let cursor_line = (range.start.line == range.end.line).then_some(range.start.line + 1);
+        let located = self
+            .blocking(move |ws| {
+                let Some((_, rel)) = ws.locate(&path) else { return Ok(None) };
+                Ok(Some(cursor_line.and_then(|line| ws.enclosing_chunk(&path, &rel, line))))
+            })
+            .await?;
+        // Files outside every indexed root (the editor's own settings, say) get no action.
+        let Some(unit) = located else { return Ok(None) };
+        if let Some((start, end)) = unit {
+            range = to_proto::line_range(start, end);
         }
         let args = json!({ "uri": params.text_document.uri, "range": range });
         let action = CodeAction {
@@ -711,8 +710,11 @@ impl LanguageServer for Backend {
                 let path = file_path(&a.uri)?;
                 let (start, end) = lines_of(&a.range);
                 let k = a.k.unwrap_or(default_k);
-                let hits = self.blocking(move |ws| Ok(ws.find_similar(&path, start, end, k)?)).await?;
-                Ok(Some(json!({ "results": hits.iter().map(to_proto::hit_json).collect::<Vec<_>>() })))
+                let (hits, (from, to)) = self.blocking(move |ws| Ok(ws.find_similar(&path, start, end, k)?)).await?;
+                Ok(Some(json!({
+                    "results": hits.iter().map(to_proto::hit_json).collect::<Vec<_>>(),
+                    "source": { "uri": a.uri, "range": to_proto::line_range(from, to) },
+                })))
             }
             "raggrep.context" => {
                 let a: ContextArgs = parse_args(command, &args)?;

@@ -121,6 +121,8 @@ pub enum SearchError {
     Glob { glob: String, message: String },
     #[error("{0} mode needs the embedding model, which is not loaded")]
     NoEmbedder(&'static str),
+    #[error("{0} is not inside an indexed workspace folder")]
+    OutsideWorkspace(std::path::PathBuf),
     #[error(transparent)]
     Index(#[from] IndexError),
     #[error(transparent)]
