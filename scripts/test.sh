@@ -24,14 +24,43 @@ cargo test --locked 2>&1 | tee "$log"
 step "benchmarks compile"
 cargo bench --locked --no-run
 
-step "Neovim client in a real headless Neovim 0.11"
-RAGGREP_BIN="$PWD/target/debug/raggrep" bash editors/nvim/test/run.sh
+# Editor clients in the real editors, against the real server. Each script installs what it
+# needs once (cached under ~/.cache/raggrep/tools) and ends with "N passed, M failed".
+client_passed=0
+client_failed=0
+client() {
+  local name="$1" script="$2" out rc
+  step "$name"
+  out="$(mktemp)"
+  set +e
+  RAGGREP_BIN="$PWD/target/debug/raggrep" bash "$script" 2>&1 | tee "$out"
+  rc=${PIPESTATUS[0]}
+  set -e
+  read -r p f < <(tail -n 1 "$out" | awk '{ print $1 + 0, $3 + 0 }')
+  rm -f "$out"
+  client_passed=$((client_passed + p))
+  client_failed=$((client_failed + f))
+  if [[ $rc -ne 0 && $f -eq 0 ]]; then client_failed=$((client_failed + 1)); fi
+}
+client "Neovim client in a real headless Neovim 0.11" editors/nvim/test/run.sh
+client "Helix client in the real Helix 25.01 (tmux)" editors/helix/test/run.sh
+# VS Code: unit tests, the .vsix, then code-server 1.100 in headless Chromium (first run
+# installs Chromium and code-server, ~1-2 min; VSCODE_E2E=0 skips the browser part).
+client "VS Code extension (unit + code-server/Chromium end to end)" editors/vscode/test/run.sh
 
 step "retrieval benchmark, quick mode (numbers produced and sane)"
 bash benches/retrieval/build.sh --quick
 cargo bench --locked --bench retrieval -- --quick --check
 
+step "performance benchmarks, quick mode (they run; no timing is asserted)"
+cargo bench --locked --bench ann_scale -- --sizes 3000 --queries 20 --ef 32,96
+cargo bench --locked --bench scale_index -- --chunks 3000
+cargo bench --locked --bench embed_throughput -- --quick --configs 1x0
+
 passed=$(awk '/^test result:/ { for (i = 1; i < NF; i++) if ($(i+1) ~ /^passed/) s += $i } END { print s + 0 }' "$log")
 failed=$(awk '/^test result:/ { for (i = 1; i < NF; i++) if ($(i+1) ~ /^failed/) s += $i } END { print s + 0 }' "$log")
+passed=$((passed + client_passed))
+failed=$((failed + client_failed))
 echo
-echo "tests: ${passed} passed, ${failed} failed"
+echo "tests: ${passed} passed, ${failed} failed (editor clients: ${client_passed} passed, ${client_failed} failed)"
+[[ $failed -eq 0 ]]
