@@ -83,9 +83,17 @@ run_section() {
         echo "## Cold index of $(basename "$tree") ($(find "$tree" -name '*.rs' -print0 | xargs -0 cat | wc -l) lines of Rust)"
         echo
         rm -rf "$tree/.raggrep"
-        echo '```'
-        /usr/bin/time -f "wall %e s, peak RSS %M KB" "$bin" index "$tree" --json 2>&1 | tail -2
-        echo '```'
+        /usr/bin/time -o "$out/cold.time" -f "%e %M" "$bin" index "$tree" --json >"$out/cold.json"
+        python3 - "$out/cold.json" "$out/cold.time" <<'PY'
+import json, sys
+stats = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+wall, rss_kb = open(sys.argv[2]).read().split()[-2:]
+print("| files | chunks | lexical results after | fully embedded after | files/s | chunks/s | wall | peak RSS |")
+print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+print(f"| {stats['files']} | {stats['chunks']} | {stats['seconds_to_lexical']:.1f} s | {stats['seconds']:.0f} s "
+      f"| {stats['files'] / stats['seconds']:.1f} | {stats['chunks'] / stats['seconds']:.1f} | {float(wall):.0f} s "
+      f"| {int(rss_kb) / 1024:.0f} MB |")
+PY
         ;;
       query)
         ensure_indexed
@@ -113,7 +121,7 @@ run_section() {
       scale)
         echo "## A 100k-chunk index: warm start, memory, bytes per chunk"
         echo
-        bench scale_index -- --chunks 100000
+        bench scale_index -- --chunks 100000 --keep "$out/scale100k"
         ;;
       micro)
         echo "## Micro-benchmarks (criterion)"
