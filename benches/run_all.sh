@@ -65,9 +65,9 @@ run_section() {
       variants)
         echo "## Indexing variants (embedding header, chunk budget), all queries"
         echo
-        echo "Default: symbol-path header, 224-token chunks (the \"Retrieval quality\" section)."
+        echo "Default: file path + symbol path header, 224-token chunks (the \"Retrieval quality\" section)."
         echo
-        for v in "--header none" "--header path" "--chunk-tokens 128"; do
+        for v in "--header symbol" "--header none" "--header symbol --chunk-tokens 128"; do
           echo "### \`$v\`"
           echo
           # shellcheck disable=SC2086

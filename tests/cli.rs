@@ -67,6 +67,17 @@ impl Workspace {
         serde_json::from_slice(&out.stdout).unwrap()
     }
 
+    /// Chunks of one file in the index (`inspect --json`).
+    fn chunk_count(&self, rel: &str) -> u64 {
+        let out = self.ok(&["inspect", "--json"]);
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|f| f["path"] == rel)
+            .and_then(|f| f["chunks"].as_u64())
+            .unwrap_or_else(|| panic!("{rel} is not indexed"))
+    }
+
     fn query(&self, args: &[&str]) -> Value {
         let mut full = vec!["query", "--json"];
         full.extend_from_slice(args);
@@ -262,10 +273,12 @@ fn incremental_updates_follow_edits_adds_renames_and_deletes() {
     assert_eq!(revert["changed_files"], 1);
     assert_eq!(revert["embedded"], 0, "{revert}");
 
-    // Rename: nothing re-embedded, results follow the new path.
+    // Rename: only the moved file's chunks are embedded again (the path is part of what the
+    // model reads), and results follow the new path.
+    let matrix_chunks = ws.chunk_count("lib/matrix.c");
     fs::rename(ws.root().join("lib/matrix.c"), ws.root().join("lib/linear_algebra.c")).unwrap();
     let renamed = ws.index();
-    assert_eq!(renamed["embedded"], 0, "{renamed}");
+    assert_eq!(renamed["embedded"].as_u64(), Some(matrix_chunks), "{renamed}");
     assert_eq!(renamed["removed_files"], 1);
     let results = ws.query(&["-k", "3", "multiply two matrices"]);
     assert!(has_hit(&results, "lib/linear_algebra.c", "matmul"), "{:?}", hits(&results));

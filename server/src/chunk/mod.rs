@@ -168,9 +168,9 @@ pub struct ChunkConfig {
 
 impl Default for ChunkConfig {
     fn default() -> Self {
-        // The embedder reads 256 tokens; the header (symbol path) takes ~16 of them, and the
-        // estimate errs low on dense code, so leave some room.
-        ChunkConfig { max_tokens: 224, overlap_lines: 2, header: EmbedHeader::Symbol }
+        // The embedder reads 256 tokens; the header (path + symbol) takes ~10-30 of them, and
+        // the estimate errs low on dense code, so leave some room.
+        ChunkConfig { max_tokens: 224, overlap_lines: 2, header: EmbedHeader::PathAndSymbol }
     }
 }
 
@@ -195,11 +195,11 @@ pub(crate) struct Piece {
     pub container: Option<String>,
 }
 
-/// The text the embedder sees for a chunk: a one-line header (by default its symbol path), then
-/// the code.
+/// The text the embedder sees for a chunk: a one-line header (by default the file path and the
+/// symbol path), then the code.
 ///
-/// The default leaves the file path out: embeddings are cached by this text, so a renamed file
-/// reuses its vectors; the path is matched by the lexical index instead.
+/// Embeddings are cached by this text, so with the path in the header a renamed file's chunks
+/// are embedded again; the retrieval benchmark pays for that (ARCHITECTURE.md: header).
 pub fn embedding_text(chunk: &Chunk, file_text: &str, header: EmbedHeader) -> String {
     let code = chunk.text(file_text);
     match (header, chunk.symbol_path()) {
