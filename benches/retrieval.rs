@@ -3,7 +3,7 @@
 //! comments blanked (line numbers kept) so the answer cannot be string-matched.
 //!
 //! `bash benches/retrieval/build.sh [--quick]` builds the data; then
-//! `cargo bench --bench retrieval -- [--quick] [--model NAME] [--json OUT] [--check]`
+//! `cargo bench --bench retrieval -- [--quick] [--model NAME] [--json OUT] [--check] [--no-baseline]`
 //! `cargo bench --bench retrieval -- --header none|symbol|path --chunk-tokens N` evaluates an
 //! indexing variant (embedding header, chunk budget) with hybrid/dense/lexical only.
 //!
@@ -158,6 +158,10 @@ fn main() {
         ("raggrep lexical", Some(Mode::Lexical), Fusion::default()),
         ("baseline: 40-line windows, dense", None, Fusion::default()),
     ];
+    let no_baseline = variant || args.iter().any(|a| a == "--no-baseline");
+    if no_baseline {
+        systems.retain(|(_, mode, _)| mode.is_some());
+    }
     if variant {
         systems.retain(|(name, mode, fusion)| {
             *mode == Some(Mode::Dense)
@@ -185,7 +189,7 @@ fn main() {
         let t = Instant::now();
         let stats = index::update(&location, &embedder, &options, &mut |_| {}).unwrap();
         let snapshot = Snapshot::open(&location).unwrap();
-        let baseline = if variant { Baseline::default() } else { Baseline::build(&corpus, &embedder) };
+        let baseline = if no_baseline { Baseline::default() } else { Baseline::build(&corpus, &embedder) };
         eprintln!(
             "{package}: {} files, {} chunks ({} embedded now), {} baseline windows, {} queries, {:.0}s",
             stats.files,

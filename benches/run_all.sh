@@ -60,7 +60,7 @@ run_section() {
       retrieval-fp32)
         echo "## Retrieval quality, fp32 model (for the int8-vs-fp32 comparison)"
         echo
-        bench retrieval -- --model all-minilm-l6-v2-fp32
+        bench retrieval -- --model all-minilm-l6-v2-fp32 --no-baseline
         ;;
       variants)
         echo "## Indexing variants (embedding header, chunk budget), all queries"
