@@ -4,9 +4,6 @@
 import * as os from 'node:os';
 import * as vscode from 'vscode';
 import {
-  CodeAction as ProtocolCodeAction,
-  CodeActionRequest,
-  Command as ProtocolCommand,
   DidChangeConfigurationNotification,
   ExecuteCommandRequest,
   LanguageClient,
@@ -304,23 +301,21 @@ class Raggrep implements vscode.Disposable {
         start: { line: s.start.line, character: s.start.character },
         end: { line: s.end.line, character: s.end.character },
       });
-      if (s.isEmpty) {
-        // The server knows the function/method/class under the cursor: its code action carries
-        // that range (used for the title; the server widens the line the same way anyway).
-        range = (await this.enclosingUnit(uri, s.active)) ?? range;
-      }
     }
-    let result: { results?: Hit[] };
+    let result: { results?: Hit[]; source?: { uri: string; range: Range } };
     try {
       result = await vscode.window.withProgress(
         { location: vscode.ProgressLocation.Window, title: 'raggrep: finding similar code' },
-        () => this.execute<{ results?: Hit[] }>(SERVER_FIND_SIMILAR, { uri, range }),
+        () => this.execute<typeof result>(SERVER_FIND_SIMILAR, { uri, range }),
       );
     } catch (err) {
       void vscode.window.showErrorMessage(`raggrep: Find Similar Code failed: ${errorText(err)}`);
       return;
     }
     const hits = result.results ?? [];
+    // The server widens the range to the indexed units it touches (the function under the
+    // cursor, say) and says which lines it used.
+    range = result.source?.range ?? range;
     const source = vscode.Uri.parse(uri);
     const title = similarTitle(vscode.workspace.asRelativePath(source, false), range);
     if (hits.length === 0) {
@@ -345,32 +340,6 @@ class Raggrep implements vscode.Disposable {
     await vscode.commands.executeCommand('editor.action.peekLocations', source, position, locations, 'peek');
   }
 
-  /** The range of the server's "Find similar code" action at a position, if it offers one. */
-  private async enclosingUnit(uri: string, position: vscode.Position): Promise<Range | undefined> {
-    const client = this.client;
-    if (!client || client.state !== State.Running) return undefined;
-    const at = { line: position.line, character: position.character };
-    try {
-      const actions = await client.sendRequest(CodeActionRequest.type, {
-        textDocument: { uri },
-        range: { start: at, end: at },
-        context: { diagnostics: [] },
-      });
-      for (const action of actions ?? []) {
-        // A Command, or a CodeAction carrying one.
-        const command = typeof action.command === 'string' ? (action as ProtocolCommand) : (action as ProtocolCodeAction).command;
-        const args = command?.arguments?.[0];
-        if (command?.command === SERVER_FIND_SIMILAR && isSimilarArgs(args)) {
-          const r = args.range;
-          // A zero-width range: no indexed unit under the cursor; keep the cursor line.
-          return r.start.line === r.end.line && r.start.character === r.end.character ? undefined : r;
-        }
-      }
-    } catch (err) {
-      this.output.appendLine(`code actions for ${uri} failed: ${errorText(err)}`);
-    }
-    return undefined;
-  }
 
   async reindex(): Promise<void> {
     try {
