@@ -71,7 +71,7 @@ run_section() {
           echo "### \`$v\`"
           echo
           # shellcheck disable=SC2086
-          bench retrieval -- $v | sed -n '/^\*\*all\*\*/,/^$/p'
+          bench retrieval -- $v | awk '/^\*\*all\*\*/ { f = 1; next } /^\*\*/ { f = 0 } f && /^\|/'
         done
         ;;
       embed)

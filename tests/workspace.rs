@@ -140,3 +140,30 @@ fn progress_events_come_after_what_they_announce_is_published() {
     assert!(seen.iter().filter(|s| s.0 == "published").count() >= 2, "{seen:?}");
     assert!(seen.windows(2).all(|w| w[0].1 <= w[1].1), "embedded counts only grow: {seen:?}");
 }
+
+/// An index made with other chunking settings is chunked again in full (not left with vectors of
+/// another recipe), and vectors are reused wherever the embedded text is the same.
+#[test]
+fn changed_chunking_settings_rechunk_every_file_and_reuse_what_they_can() {
+    use raggrep::chunk::EmbedHeader;
+    use raggrep::index::{IndexLocation, IndexOptions, update};
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path(), 6);
+    let location = IndexLocation::new(dir.path(), None).unwrap();
+    let embedder = FakeEmbedder::new(32);
+    let with = |header| {
+        let mut options = IndexOptions::default();
+        options.chunk.header = header;
+        update(&location, &embedder, &options, &mut |_| {}).unwrap()
+    };
+    let first = with(EmbedHeader::PathAndSymbol);
+    assert_eq!(first.embedded, first.chunks);
+    let same = with(EmbedHeader::PathAndSymbol);
+    assert_eq!((same.changed_files, same.embedded), (0, 0), "nothing changed");
+    let other = with(EmbedHeader::Symbol);
+    assert_eq!(other.changed_files, other.files, "every file is chunked again");
+    assert_eq!(other.embedded, other.chunks, "every embedded text changed");
+    let back = with(EmbedHeader::PathAndSymbol);
+    assert_eq!(back.changed_files, back.files);
+    assert_eq!(back.embedded, 0, "the earlier vectors are still cached");
+}

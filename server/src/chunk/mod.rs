@@ -174,6 +174,18 @@ impl Default for ChunkConfig {
     }
 }
 
+/// Bumped when the chunker's output changes for the same input and settings.
+const CHUNKER_VERSION: u32 = 1;
+
+/// Everything that decides which chunks a file becomes and what text each embeds, as one string
+/// stored in the manifest: an index made with another recipe is chunked again.
+pub fn recipe(config: &ChunkConfig) -> String {
+    format!(
+        "chunker {CHUNKER_VERSION}; max_tokens {}; overlap_lines {}; header {:?}",
+        config.max_tokens, config.overlap_lines, config.header
+    )
+}
+
 /// The one-line header put before a chunk's code for embedding (chosen on the retrieval
 /// benchmark; see ARCHITECTURE.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -14,7 +14,7 @@ use rkyv::rancor;
 use super::IndexError;
 
 /// Bumped whenever the on-disk format changes; older indexes are rebuilt.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 const MAGIC: &[u8; 4] = b"RGMF";
 const FOOTER_LEN: usize = 4 + 4 + 8 + 8;
 /// A chunk whose embedding is not computed yet.
@@ -25,6 +25,9 @@ pub struct Manifest {
     pub generation: u64,
     pub model_id: String,
     pub dim: u32,
+    /// How chunks and their embedded texts were made ([`crate::chunk::recipe`]); when it
+    /// changes every file is chunked again (embeddings are still reused where the text is).
+    pub recipe: String,
     pub updated_unix_ms: u64,
     /// File holding the vectors (`vectors-<n>.f32`), and how many slots of it are valid.
     pub vectors_file: String,

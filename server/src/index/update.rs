@@ -168,6 +168,13 @@ pub fn update(
     if lexical_rebuild {
         lex.delete_all()?;
     }
+    // Other chunking settings (or a newer chunker) than the index was made with: chunk every
+    // file again. Vectors are still reused wherever the embedded text is unchanged.
+    let recipe = crate::chunk::recipe(&options.chunk);
+    let rechunk_all = lexical_rebuild || prev.recipe != recipe;
+    if rechunk_all && !fresh && prev.recipe != recipe {
+        tracing::info!(from = %prev.recipe, to = %recipe, "chunking settings changed; chunking every file again");
+    }
 
     let report = walk::walk(std::slice::from_ref(&location.root), &options.walk)?;
     let mut key_to_slot: HashMap<u128, u32> = HashMap::with_capacity(prev.slot_keys.len());
@@ -210,7 +217,7 @@ pub fn update(
             }
             continue;
         }
-        if stat_unchanged && !lexical_rebuild {
+        if stat_unchanged && !rechunk_all {
             let prev_file = prev_file.expect("checked above");
             reuse_file(&prev, prev_file, file_index, &mut files, &mut chunks, mtime_ns, walked.size);
             queue_unembedded(location, &mut files, &mut chunks, &mut pending, &mut waiting, options.chunk.header);
@@ -235,7 +242,7 @@ pub fn update(
             tracing::info!(path = %walked.rel_path, "not valid UTF-8; decoded lossily");
         }
         let hash = crate::content_hash(source.text.as_bytes());
-        if let Some(prev_file) = prev_file.filter(|f| join_hash(f.hash) == hash && !lexical_rebuild) {
+        if let Some(prev_file) = prev_file.filter(|f| join_hash(f.hash) == hash && !rechunk_all) {
             reuse_file(&prev, prev_file, file_index, &mut files, &mut chunks, mtime_ns, walked.size);
             queue_unembedded(location, &mut files, &mut chunks, &mut pending, &mut waiting, options.chunk.header);
             continue;
@@ -309,6 +316,7 @@ pub fn update(
         generation: prev.generation + 1,
         model_id: info.id.clone(),
         dim: info.dim as u32,
+        recipe,
         updated_unix_ms: now_ms(),
         vectors_file: prev.vectors_file.clone(),
         vector_slots: prev.vector_slots,
