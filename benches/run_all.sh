@@ -4,6 +4,7 @@
 # times move with the machine's load.
 #
 #   bash benches/run_all.sh [--only SECTION,...] [TREE]
+#   bash benches/run_all.sh --assemble    # only rebuild BENCHMARKS.md from the section files
 #
 # TREE: a ~100k-line source tree (default: tantivy 0.27's source from the cargo registry, copied
 # to target/benchmarks/tree). Each section writes target/benchmarks/<section>.md headed by its own
@@ -21,18 +22,22 @@ tree=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --only) only="$2"; shift 2 ;;
+    --assemble) only=none; shift ;;
     *) tree="$1"; shift ;;
   esac
 done
 sections=("${all[@]}")
 if [[ -n $only ]]; then IFS=, read -r -a sections <<<"$only"; fi
+[[ $only == none ]] && sections=()
 
 out="$here/target/benchmarks"
 mkdir -p "$out"
-bash scripts/bootstrap.sh
-bash benches/retrieval/build.sh
-cargo build --release --locked
-cargo bench --locked --no-run
+if [[ ${#sections[@]} -gt 0 ]]; then
+  bash scripts/bootstrap.sh
+  bash benches/retrieval/build.sh
+  cargo build --release --locked
+  cargo bench --locked --no-run
+fi
 
 if [[ -z $tree ]]; then
   tree="$out/tree"
@@ -42,6 +47,9 @@ if [[ -z $tree ]]; then
     mkdir -p "$tree/.git" # a project: the language server indexes it without asking
   fi
 fi
+# A name for the tree in headings: the tantivy copy, or the directory's own name.
+tree_name="$(basename "$tree")"
+[[ $tree == "$out/tree" ]] && tree_name="tantivy 0.27 source"
 bin="$here/target/release/raggrep"
 bench() { cargo bench --locked --bench "$@" 2>/dev/null; }
 ensure_indexed() { [[ -f $tree/.raggrep/CURRENT ]] || "$bin" index "$tree" >&2; }
@@ -80,7 +88,7 @@ run_section() {
         bench embed_throughput -- --chunks 400
         ;;
       cold)
-        echo "## Cold index of $(basename "$tree") ($(find "$tree" -name '*.rs' -print0 | xargs -0 cat | wc -l) lines of Rust)"
+        echo "## Cold index of $tree_name ($(find "$tree" -name '*.rs' -print0 | xargs -0 cat | wc -l) lines of Rust)"
         echo
         rm -rf "$tree/.raggrep"
         /usr/bin/time -o "$out/cold.time" -f "%e %M" "$bin" index "$tree" --json >"$out/cold.json"
@@ -97,19 +105,19 @@ PY
         ;;
       query)
         ensure_indexed
-        echo "## Query latency, HNSW recall, warm start ($(basename "$tree"))"
+        echo "## Query latency, HNSW recall, warm start ($tree_name)"
         echo
         cargo bench --locked --bench query_latency -- "$tree" 2>&1 | grep -vE '^\s*(Compiling|Finished|Running)'
         ;;
       incremental)
         ensure_indexed
-        echo "## Incremental re-index from the command line ($(basename "$tree"))"
+        echo "## Incremental re-index from the command line ($tree_name)"
         echo
         bench cli_incremental -- "$tree"
         ;;
       lsp)
         ensure_indexed
-        echo "## Language server ($(basename "$tree"))"
+        echo "## Language server ($tree_name)"
         echo
         bench lsp_latency -- "$tree" --in-place
         ;;
@@ -138,6 +146,7 @@ PY
 }
 
 for s in "${sections[@]}"; do run_section "$s"; done
+
 
 {
   echo "# raggrep benchmarks"
