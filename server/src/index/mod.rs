@@ -45,9 +45,9 @@ pub const INDEX_DIR_NAME: &str = ".raggrep";
 const CURRENT: &str = "CURRENT";
 const LEXICAL_DIR: &str = "lexical";
 /// Below this many vectors no graph is built: the exact scan is fast enough there and always
-/// exact. Measured (benches/ann_scale.rs, 384-d): exact 0.55 ms at 10k and 8 ms at 100k; the
-/// flat graph 0.64 ms at 10k (recall@10 0.955) and 0.95 ms at 100k (recall 1.000) — at 32k
-/// the scan costs ~1.8 ms against ~0.8 ms for the graph.
+/// exact. Measured (benches/ann_scale.rs, 384-d): exact 0.45 ms at 10k and 6.7 ms at 100k; the
+/// graph 0.31 ms at 10k (recall@10 0.953) and 0.87 ms at 100k (recall 1.000) — at 32k the scan
+/// costs ~1.5 ms against ~0.6 ms for the graph.
 pub const ANN_MIN_SLOTS: usize = 32_768;
 
 /// Errors of the index.
