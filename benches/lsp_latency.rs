@@ -7,6 +7,8 @@
 
 #![allow(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)]
 
+#[path = "../tests/support/fixture.rs"]
+mod fixture;
 #[path = "../tests/support/lsp_client.rs"]
 mod lsp_client;
 
@@ -19,22 +21,6 @@ use lsp_client::{Client, uri};
 use serde_json::json;
 
 const BIN: &str = env!("CARGO_BIN_EXE_raggrep");
-
-fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap().flatten() {
-        let name = entry.file_name();
-        if name == ".raggrep" || name == "target" || name == ".git" {
-            continue;
-        }
-        let target = to.join(&name);
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
 
 fn percentiles(mut v: Vec<f64>) -> (f64, f64) {
     v.sort_by(f64::total_cmp);
@@ -78,7 +64,7 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let root = if in_place { tree.clone() } else { dir.path().join("ws") };
     if !in_place {
-        copy_tree(&tree, &root);
+        fixture::copy_dir_except(&tree, &root, &[".raggrep", "target", ".git"]);
     }
     fs::create_dir_all(root.join(".git")).unwrap(); // a project: no consent prompt
     let root = root.canonicalize().unwrap();

@@ -10,8 +10,11 @@
 
 #![allow(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)]
 
+#[path = "../tests/support/fixture.rs"]
+mod fixture;
+
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use raggrep::chunk::{ChunkConfig, chunk_file};
@@ -111,22 +114,10 @@ fn vector(c: &mut Criterion) {
 /// formats are what these benchmarks measure).
 fn small_index() -> (tempfile::TempDir, IndexLocation) {
     let dir = tempfile::tempdir().unwrap();
-    copy_sources(&repo().join("server").join("src"), &dir.path().join("src"));
+    fixture::copy_dir(&repo().join("server").join("src"), &dir.path().join("src"));
     let location = IndexLocation::new(dir.path(), None).unwrap();
     update(&location, &FakeEmbedder::new(384), &IndexOptions::default(), &mut |_| {}).unwrap();
     (dir, location)
-}
-
-fn copy_sources(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            copy_sources(&path, &to.join(entry.file_name()));
-        } else {
-            std::fs::copy(&path, to.join(entry.file_name())).unwrap();
-        }
-    }
 }
 
 fn index(c: &mut Criterion) {
