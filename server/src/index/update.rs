@@ -171,8 +171,9 @@ pub fn update(
     // Other chunking settings (or a newer chunker) than the index was made with: chunk every
     // file again. Vectors are still reused wherever the embedded text is unchanged.
     let recipe = crate::chunk::recipe(&options.chunk);
-    let rechunk_all = lexical_rebuild || prev.recipe != recipe;
-    if rechunk_all && !fresh && prev.recipe != recipe {
+    let recipe_changed = prev.recipe != recipe;
+    let rechunk_all = lexical_rebuild || recipe_changed;
+    if recipe_changed && !fresh {
         tracing::info!(from = %prev.recipe, to = %recipe, "chunking settings changed; chunking every file again");
     }
 
