@@ -460,18 +460,12 @@ impl LanguageServer for Backend {
             .iter()
             .filter_map(|f| f.uri.to_file_path().map(|p| p.into_owned()))
             .collect();
+        // No folders: the deprecated `rootUri`, then `rootPath` (Helix sends only this outside a
+        // project).
         #[allow(deprecated)]
-        if roots.is_empty()
-            && let Some(path) = params.root_uri.as_ref().and_then(|u| u.to_file_path())
-        {
-            roots.push(path.into_owned());
-        }
-        // Last resort, the deprecated `rootPath` (Helix sends only this outside a project).
-        #[allow(deprecated)]
-        if roots.is_empty()
-            && let Some(path) = params.root_path.as_deref().filter(|p| !p.is_empty())
-        {
-            roots.push(PathBuf::from(path));
+        if roots.is_empty() {
+            let root = params.root_uri.as_ref().and_then(|u| u.to_file_path()).map(|p| p.into_owned());
+            roots.extend(root.or_else(|| params.root_path.as_deref().filter(|p| !p.is_empty()).map(PathBuf::from)));
         }
         if let Ok(mut slot) = self.roots.lock() {
             *slot = roots;
