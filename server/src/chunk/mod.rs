@@ -95,8 +95,23 @@ impl ChunkKind {
 }
 
 /// A chunk's content hash (xxh3-128 of its text). Embeddings are cached by it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+///
+/// Serialised as 32 hex digits: JSON numbers cannot hold 128 bits (serde_json refuses them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ContentHash(pub u128);
+
+impl Serialize for ContentHash {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for ContentHash {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
+        u128::from_str_radix(&text, 16).map(ContentHash).map_err(serde::de::Error::custom)
+    }
+}
 
 impl ContentHash {
     pub fn of(text: &str) -> ContentHash {

@@ -8,6 +8,7 @@
 //! the boundaries of its children (statements), recursively, with a few lines of overlap.
 
 use std::ops::Range;
+use std::time::{Duration, Instant};
 
 use tree_sitter::{Node, Parser};
 
@@ -22,10 +23,57 @@ pub(crate) fn split(
 ) -> Option<Vec<Piece>> {
     let mut parser = Parser::new();
     parser.set_language(&grammar).ok()?;
-    let tree = parser.parse(text, None)?;
+    let started = Instant::now();
+    let mut out_of_time = |_: &tree_sitter::ParseState| started.elapsed() > PARSE_TIME_LIMIT;
+    let options = tree_sitter::ParseOptions::new().progress_callback(&mut out_of_time);
+    let bytes = text.as_bytes();
+    let tree = parser.parse_with_options(&mut |at, _| bytes.get(at..).unwrap_or_default(), None, Some(options));
+    let Some(tree) = tree else {
+        tracing::info!(?language, "parsing took over {PARSE_TIME_LIMIT:?}; chunked by lines instead");
+        return None;
+    };
+    // The walk below recurses along the tree: a pathological nesting depth (generated data,
+    // fuzz input) would overflow the stack and costs time quadratic in the depth.
+    let depth = tree_depth(&tree);
+    if depth > MAX_SYNTAX_DEPTH {
+        tracing::info!(?language, depth, "syntax tree nested deeper than {MAX_SYNTAX_DEPTH}; chunked by lines instead");
+        return None;
+    }
     let mut splitter = Splitter { text, language, config, lines: LineIndex::new(text), raw: Vec::new() };
     splitter.visit_children(tree.root_node(), &Scope::default());
     Some(splitter.finish())
+}
+
+/// Deeper syntax trees are chunked by lines. Real code stays far below (tantivy's deepest file:
+/// under 60 levels); nesting beyond this is data or an attack, and the recursive walk would
+/// overflow a thread's stack at a few thousand levels.
+pub(crate) const MAX_SYNTAX_DEPTH: usize = 400;
+/// A file whose parse takes longer is chunked by lines (a parse is normally milliseconds).
+const PARSE_TIME_LIMIT: Duration = Duration::from_secs(5);
+
+/// The depth of the deepest node, walked iteratively.
+fn tree_depth(tree: &tree_sitter::Tree) -> usize {
+    let mut cursor = tree.walk();
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    loop {
+        if cursor.goto_first_child() {
+            depth += 1;
+            deepest = deepest.max(depth);
+            if deepest > MAX_SYNTAX_DEPTH {
+                return deepest;
+            }
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return deepest;
+            }
+            depth -= 1;
+        }
+    }
 }
 
 /// What a node is to the chunker.
