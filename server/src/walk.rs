@@ -10,6 +10,8 @@ use std::fmt;
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use ignore::WalkBuilder;
@@ -66,11 +68,19 @@ pub struct WalkOptions {
     pub include: Vec<String>,
     /// Whether hidden files and directories (dot-files) are indexed.
     pub hidden: bool,
+    /// When set, the walk stops early (what it found so far is returned).
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 impl Default for WalkOptions {
     fn default() -> Self {
-        WalkOptions { max_file_size: 1024 * 1024, exclude: Vec::new(), include: Vec::new(), hidden: false }
+        WalkOptions {
+            max_file_size: 1024 * 1024,
+            exclude: Vec::new(),
+            include: Vec::new(),
+            hidden: false,
+            cancel: None,
+        }
     }
 }
 
@@ -184,6 +194,12 @@ fn walk_root(
     }
     let overrides = overrides.build().map_err(|e| glob_error("<overrides>", e))?;
 
+    // A symlinked directory is entered only if it resolves inside a root: a link to `/` or `..`
+    // would otherwise walk the whole machine (and never end on a link cycle through `/proc`).
+    // The link itself is recorded once as skipped.
+    let links_out: Arc<Mutex<Vec<Skipped>>> = Arc::default();
+    let links_out_filter = Arc::clone(&links_out);
+    let roots_for_filter = all_roots.to_vec();
     let walker = WalkBuilder::new(root)
         .hidden(!options.hidden)
         .git_ignore(true)
@@ -195,9 +211,28 @@ fn walk_root(
         .add_custom_ignore_filename(IGNORE_FILE)
         .follow_links(true)
         .overrides(overrides)
+        .filter_entry(move |entry| {
+            if !entry.path_is_symlink() || entry.depth() == 0 {
+                return true;
+            }
+            let reason = match fs::canonicalize(entry.path()) {
+                Ok(target) if roots_for_filter.iter().any(|r| target.starts_with(r)) => return true,
+                // A file link is checked (and recorded) with the files below.
+                Ok(target) if !target.is_dir() => return true,
+                Ok(target) => SkipReason::OutsideRoot { target },
+                Err(err) => SkipReason::Unreadable(err.to_string()),
+            };
+            if let Ok(mut skipped) = links_out_filter.lock() {
+                skipped.push(Skipped { path: entry.path().to_path_buf(), reason });
+            }
+            false
+        })
         .build();
 
     for entry in walker {
+        if options.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
+            break;
+        }
         let entry = match entry {
             Ok(entry) => entry,
             Err(err) => {
@@ -256,6 +291,9 @@ fn walk_root(
             mtime: metadata.modified().ok(),
         });
     }
+    if let Ok(mut links) = links_out.lock() {
+        report.skipped.append(&mut links);
+    }
     Ok(())
 }
 
@@ -282,11 +320,59 @@ fn path_has_symlink_parent(path: &Path, root: &Path) -> bool {
     false
 }
 
-/// `root/a/b.rs` → `a/b.rs`, always with `/`.
+/// `root/a/b.rs` → `a/b.rs`, always with `/`. A name that is not UTF-8 keeps every byte:
+/// the invalid ones are written `\xNN` (lossy decoding would give two such files one name,
+/// and a name that opens nothing); [`resolve`] turns it back into the real path.
 pub fn relative_path(path: &Path, root: &Path) -> Option<String> {
     let rel = path.strip_prefix(root).ok()?;
-    let parts: Vec<String> = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    let parts: Vec<String> = rel.components().map(|c| display_name(c.as_os_str())).collect();
     Some(parts.join("/"))
+}
+
+fn display_name(name: &std::ffi::OsStr) -> String {
+    use std::fmt::Write;
+    use std::os::unix::ffi::OsStrExt;
+    if let Some(text) = name.to_str() {
+        return text.to_string();
+    }
+    let mut out = String::new();
+    for chunk in name.as_bytes().utf8_chunks() {
+        out.push_str(chunk.valid());
+        for byte in chunk.invalid() {
+            let _ = write!(out, "\\x{byte:02X}");
+        }
+    }
+    out
+}
+
+/// The file a root-relative path from the index stands for: `root/rel` if it exists, else the
+/// name with its `\xNN` escapes (see [`relative_path`]) turned back into bytes.
+pub fn resolve(root: &Path, rel: &str) -> PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    let plain = root.join(rel);
+    if !rel.contains("\\x") || plain.symlink_metadata().is_ok() {
+        return plain;
+    }
+    let bytes = rel.as_bytes();
+    let mut raw = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let escaped = bytes
+            .get(i..i + 4)
+            .filter(|e| e.starts_with(b"\\x"))
+            .and_then(|e| std::str::from_utf8(&e[2..]).ok().and_then(|hex| u8::from_str_radix(hex, 16).ok()));
+        match escaped {
+            Some(byte) => {
+                raw.push(byte);
+                i += 4;
+            }
+            None => {
+                raw.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    root.join(std::ffi::OsStr::from_bytes(&raw))
 }
 
 /// A file's text, ready to chunk.

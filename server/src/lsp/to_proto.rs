@@ -35,7 +35,7 @@ pub fn symbol_kind(kind: ChunkKind) -> SymbolKind {
 
 /// A hit as a workspace symbol: named by its symbol or, for anonymous chunks, its first line.
 pub fn symbol_information(hit: &RootHit) -> Option<SymbolInformation> {
-    let uri = uri(&hit.root.join(&hit.hit.path))?;
+    let uri = uri(&crate::walk::resolve(&hit.root, &hit.hit.path))?;
     let name = match &hit.hit.symbol {
         Some(symbol) => symbol.clone(),
         None => {
@@ -57,7 +57,7 @@ pub fn symbol_information(hit: &RootHit) -> Option<SymbolInformation> {
 pub fn hit_json(hit: &RootHit) -> serde_json::Value {
     let mut value = serde_json::to_value(&hit.hit).unwrap_or_default();
     if let Some(object) = value.as_object_mut() {
-        if let Some(uri) = uri(&hit.root.join(&hit.hit.path)) {
+        if let Some(uri) = uri(&crate::walk::resolve(&hit.root, &hit.hit.path)) {
             object.insert("uri".into(), serde_json::json!(uri));
         }
         object.insert("range".into(), serde_json::json!(line_range(hit.hit.start_line, hit.hit.end_line)));

@@ -111,6 +111,10 @@ pub struct SearchResults {
     pub took_ms: f64,
     /// Some chunks were not embedded yet: dense ranking saw only part of the index.
     pub partial: bool,
+    /// Why the ranking is worse than it should be (part of the index damaged or unavailable),
+    /// in words; absent when all is well.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<String>,
     pub results: Vec<Hit>,
 }
 
@@ -131,7 +135,7 @@ pub enum SearchError {
 
 /// How many candidates each ranking contributes before fusion and de-duplication.
 fn candidates(k: usize) -> usize {
-    (k * 5).max(50)
+    k.saturating_mul(5).max(50)
 }
 
 /// Runs a query. `embedder` may be `None` for lexical mode.
@@ -175,7 +179,18 @@ pub fn search_with_vector(
             && query.language.is_none_or(|l| l == chunk.language)
             && exclude.is_none_or(|ex| !ex(chunk))
     };
-    let limit = candidates(query.k);
+    // `k` comes from the user: never size anything from it beyond what the index holds.
+    let k = query.k.min(snapshot.chunk_count());
+    if k == 0 {
+        return Ok(SearchResults {
+            query: query.text.clone(),
+            took_ms: start.elapsed().as_secs_f64() * 1000.0,
+            partial: snapshot.is_partial(),
+            degraded: None,
+            results: Vec::new(),
+        });
+    }
+    let limit = candidates(k).min(snapshot.chunk_count());
     let dense: Vec<(usize, f32)> = match (query.mode, vector) {
         (Mode::Lexical, _) | (_, None) => Vec::new(),
         (_, Some(vector)) => {
@@ -183,23 +198,28 @@ pub fn search_with_vector(
             snapshot.dense_search(vector, limit, filtered.then_some(accept_dyn), query.exact)
         }
     };
+    let mut degraded = snapshot.degraded(query.mode != Mode::Lexical, query.mode != Mode::Dense);
     let lexical: Vec<(usize, f32)> = if query.mode == Mode::Dense {
         Vec::new()
     } else {
         // Filters apply after BM25, so ask for more when filtering.
-        let ask = if filtered { limit * 4 } else { limit };
-        snapshot
-            .lexical_search(&query.text, ask)?
-            .into_iter()
-            .filter(|&(c, _)| snapshot.chunk(c).is_some_and(|c| accept(&c)))
-            .collect()
+        let ask = if filtered { limit.saturating_mul(4) } else { limit };
+        match snapshot.lexical_search(&query.text, ask) {
+            Ok(found) => found.into_iter().filter(|&(c, _)| snapshot.chunk(c).is_some_and(|c| accept(&c))).collect(),
+            Err(err) => {
+                // A damaged lexical index loses its half of the ranking, not the whole answer.
+                tracing::warn!("{err}; lexical ranking skipped");
+                degraded = Some(format!("lexical search failed ({err}); `raggrep index` repairs it"));
+                Vec::new()
+            }
+        }
     };
     let ranked = match query.mode {
         Mode::Dense => dense,
         Mode::Lexical => lexical,
         Mode::Hybrid => fuse(&dense, &lexical, query.fusion),
     };
-    let mut hits: Vec<Hit> = Vec::with_capacity(query.k);
+    let mut hits: Vec<Hit> = Vec::with_capacity(k);
     for (chunk_index, score) in ranked {
         if query.min_score.is_some_and(|min| score < min) {
             continue;
@@ -223,7 +243,7 @@ pub fn search_with_vector(
             snippet: String::new(),
             chunk: chunk_index,
         });
-        if hits.len() >= query.k {
+        if hits.len() >= k {
             break;
         }
     }
@@ -234,6 +254,7 @@ pub fn search_with_vector(
         query: query.text.clone(),
         took_ms: start.elapsed().as_secs_f64() * 1000.0,
         partial: snapshot.is_partial(),
+        degraded,
         results: hits,
     })
 }
@@ -275,7 +296,7 @@ fn snippet(snapshot: &Snapshot, chunk_index: usize) -> String {
     let Some(chunk) = snapshot.chunk(chunk_index) else {
         return String::new();
     };
-    let path = snapshot.location.root.join(chunk.path);
+    let path = crate::walk::resolve(&snapshot.location.root, chunk.path);
     let Ok(text) = std::fs::read_to_string(&path) else {
         return String::new();
     };
