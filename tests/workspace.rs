@@ -167,3 +167,88 @@ fn changed_chunking_settings_rechunk_every_file_and_reuse_what_they_can() {
     assert_eq!(back.changed_files, back.files);
     assert_eq!(back.embedded, 0, "the earlier vectors are still cached");
 }
+
+/// Fails on any text containing `POISON`, like a model that cannot take one input.
+struct PoisonedEmbedder(FakeEmbedder);
+
+impl raggrep::embed::Embedder for PoisonedEmbedder {
+    fn info(&self) -> &raggrep::embed::ModelInfo {
+        self.0.info()
+    }
+    fn embed_documents(&self, texts: &[&str]) -> Result<Vec<raggrep::embed::Vector>, raggrep::embed::EmbedError> {
+        if texts.iter().any(|t| t.contains("POISON")) {
+            return Err(raggrep::embed::EmbedError::Inference("this text cannot be embedded".into()));
+        }
+        self.0.embed_documents(texts)
+    }
+    fn embed_query(&self, text: &str) -> Result<raggrep::embed::Vector, raggrep::embed::EmbedError> {
+        self.0.embed_query(text)
+    }
+}
+
+// Hardening 11: one text that failed to embed aborted the whole update, and every later one.
+#[test]
+fn a_text_that_cannot_be_embedded_costs_only_its_own_file() {
+    use raggrep::embed::Embedder;
+    use raggrep::index::{IndexLocation, IndexOptions, Snapshot, update};
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path(), 5);
+    std::fs::write(dir.path().join("src/bad.rs"), "pub fn poisoned() -> &'static str {\n    \"POISON\"\n}\n").unwrap();
+    let location = IndexLocation::new(dir.path(), None).unwrap();
+    let embedder = PoisonedEmbedder(FakeEmbedder::new(64));
+    for round in 0..2 {
+        let stats = update(&location, &embedder, &IndexOptions::default(), &mut |_| {}).unwrap();
+        if round == 0 {
+            assert!(stats.embedded > 0, "{stats:?}");
+        }
+        let snapshot = Snapshot::open(&location).unwrap();
+        let unembedded: Vec<String> = (0..snapshot.chunk_count())
+            .filter_map(|i| snapshot.chunk(i))
+            .filter(|c| !c.embedded)
+            .map(|c| c.path.to_string())
+            .collect();
+        assert!(!unembedded.is_empty() && unembedded.iter().all(|p| p == "src/bad.rs"), "{unembedded:?}");
+        let skipped = snapshot.skipped();
+        assert!(
+            skipped.iter().any(|(path, reason)| path == "src/bad.rs" && reason.contains("not embedded")),
+            "{skipped:?}"
+        );
+        assert_eq!(skipped.len(), 1, "{skipped:?}");
+        // The file is still found by its words, and the rest by meaning.
+        let lexical =
+            raggrep::search::search(&snapshot, None, &Query { mode: Mode::Lexical, ..Query::new("poisoned") }).unwrap();
+        assert_eq!(lexical.results[0].path, "src/bad.rs");
+        let vector = embedder.embed_query("item_3_2").unwrap();
+        assert!(!snapshot.dense_search(&vector, 3, None, true).is_empty());
+    }
+}
+
+// Hardening 8: a lexical index that cannot be opened made hybrid quietly dense-only and lexical
+// quietly empty.
+#[test]
+fn an_unavailable_lexical_index_is_reported_in_results() {
+    use raggrep::index::{IndexLocation, IndexOptions, Snapshot, update};
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path(), 3);
+    let location = IndexLocation::new(dir.path(), None).unwrap();
+    let embedder = FakeEmbedder::new(64);
+    update(&location, &embedder, &IndexOptions::default(), &mut |_| {}).unwrap();
+    std::fs::remove_dir_all(location.dir.join("lexical")).unwrap();
+    let snapshot = Snapshot::open(&location).unwrap();
+    for mode in [Mode::Lexical, Mode::Hybrid] {
+        let results =
+            raggrep::search::search(&snapshot, Some(&embedder), &Query { mode, ..Query::new("item_1_1") }).unwrap();
+        assert!(results.degraded.as_deref().is_some_and(|d| d.contains("lexical")), "{mode:?}: {results:?}");
+    }
+    let dense =
+        raggrep::search::search(&snapshot, Some(&embedder), &Query { mode: Mode::Dense, ..Query::new("item_1_1") })
+            .unwrap();
+    assert!(dense.degraded.is_none());
+    // The next update repairs it.
+    update(&location, &embedder, &IndexOptions::default(), &mut |_| {}).unwrap();
+    let snapshot = Snapshot::open(&location).unwrap();
+    let results =
+        raggrep::search::search(&snapshot, None, &Query { mode: Mode::Lexical, ..Query::new("item_1_1") }).unwrap();
+    assert!(results.degraded.is_none());
+    assert_eq!(results.results[0].symbol.as_deref(), Some("item_1_1"));
+}

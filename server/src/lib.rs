@@ -9,6 +9,7 @@
 //! Front doors (`cli`, and later `lsp`, `mcp`) sit on top of the engine API and never reach
 //! into each other. See `ARCHITECTURE.md` for the map and its invariants.
 
+pub mod audit;
 pub mod chunk;
 pub mod cli;
 pub mod embed;

@@ -14,7 +14,7 @@ use rkyv::rancor;
 use super::IndexError;
 
 /// Bumped whenever the on-disk format changes; older indexes are rebuilt.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 const MAGIC: &[u8; 4] = b"RGMF";
 const FOOTER_LEN: usize = 4 + 4 + 8 + 8;
 /// A chunk whose embedding is not computed yet.
@@ -32,6 +32,9 @@ pub struct Manifest {
     /// File holding the vectors (`vectors-<n>.f32`), and how many slots of it are valid.
     pub vectors_file: String,
     pub vector_slots: u64,
+    /// xxh3-64 of each block of [`super::vectors::BLOCK_SLOTS`] vectors (the last one may be
+    /// partial): flipped bytes in the vector file are found instead of ranking garbage.
+    pub vector_checksums: Vec<u64>,
     /// Embedding-cache key of each slot (xxh3-128 of the embedded text, as two u64 halves).
     pub slot_keys: Vec<[u64; 2]>,
     /// The persisted HNSW graph, if one was built, and how many slots it covers.

@@ -31,10 +31,10 @@ use crate::embed::{EmbedError, Vector};
 use crate::lang::Language;
 
 pub use ann::{Ann, EF_SEARCH, UnitCosine};
-pub use fsutil::write_atomic;
+pub use fsutil::{create_private_dir, write_atomic};
 pub use lexical::{LexicalHit, code_tokens, query_terms};
 pub use manifest::FORMAT_VERSION;
-pub use update::{IndexOptions, Progress, UpdateStats, update};
+pub use update::{COMPACT_MIN_DEAD, IndexOptions, Progress, UpdateStats, update};
 
 use lexical::LexicalIndex;
 use manifest::{MappedManifest, NO_SLOT, join_hash};
@@ -173,7 +173,17 @@ pub struct Snapshot {
     pending: usize,
     /// Slots inside the graph that no chunk uses any more.
     dead_in_graph: usize,
+    /// Why the lexical index could not be opened.
+    lexical_error: Option<String>,
+    /// Per checksum block of the vector file: [`BLOCK_UNCHECKED`], [`BLOCK_OK`] or
+    /// [`BLOCK_DAMAGED`]. Checked on the first dense search, not on open: lexical-only readers
+    /// and the warm start pay nothing, and a reopened snapshot inherits what was checked.
+    block_state: Vec<std::sync::atomic::AtomicU8>,
 }
+
+const BLOCK_UNCHECKED: u8 = 0;
+const BLOCK_OK: u8 = 1;
+const BLOCK_DAMAGED: u8 = 2;
 
 impl Snapshot {
     /// Opens the current generation. Fails with [`IndexError::Missing`] if there is none.
@@ -185,15 +195,32 @@ impl Snapshot {
     /// generation still uses it (the common case after a small update).
     pub fn open_reusing(location: &IndexLocation, previous: Option<&Snapshot>) -> Result<Snapshot, IndexError> {
         let name = read_current(&location.dir)?.ok_or_else(|| IndexError::Missing(location.root.clone()))?;
-        let manifest = MappedManifest::open(&location.dir.join(&name))?;
+        // A file the index needs and cannot find is damage (rebuilt), not an I/O error to stop at.
+        let missing_is_damage = |err: IndexError| match err {
+            IndexError::Io { path, source } if source.kind() == std::io::ErrorKind::NotFound => {
+                IndexError::Corrupt(format!("{} is missing", path.display()))
+            }
+            other => other,
+        };
+        let manifest = MappedManifest::open(&location.dir.join(&name)).map_err(missing_is_damage)?;
         let m = manifest.get();
         let dim = m.dim.to_native() as usize;
         let slots = m.vector_slots.to_native() as usize;
         let vectors = if slots == 0 {
             VectorFile::open(Path::new(""), dim, 0)?
         } else {
-            VectorFile::open(&location.dir.join(m.vectors_file.as_str()), dim, slots)?
+            VectorFile::open(&location.dir.join(m.vectors_file.as_str()), dim, slots).map_err(missing_is_damage)?
         };
+        let block_state = (0..vectors.blocks())
+            .map(|block| {
+                let inherited = previous
+                    .filter(|p| p.manifest.get().vectors_file == m.vectors_file)
+                    .filter(|p| p.manifest.get().vector_checksums.get(block) == m.vector_checksums.get(block))
+                    .and_then(|p| p.block_state.get(block))
+                    .map_or(BLOCK_UNCHECKED, |s| s.load(std::sync::atomic::Ordering::Relaxed));
+                std::sync::atomic::AtomicU8::new(inherited)
+            })
+            .collect();
         // Chunk → slot references, inverted.
         let mut counts = vec![0u32; slots + 1];
         let mut pending = 0;
@@ -242,11 +269,11 @@ impl Snapshot {
             }
             None => None,
         };
-        let lexical = match LexicalIndex::open(&location.dir.join(LEXICAL_DIR)) {
-            Ok(lexical) => Some(lexical),
+        let (lexical, lexical_error) = match LexicalIndex::open(&location.dir.join(LEXICAL_DIR)) {
+            Ok(lexical) => (Some(lexical), None),
             Err(err) => {
-                tracing::warn!("{err}; lexical search unavailable until the next update");
-                None
+                tracing::warn!("{err}; lexical search unavailable until the next `raggrep index`");
+                (None, Some(err.to_string()))
             }
         };
         let graph_slots = ann.as_ref().map_or(0, |(_, a)| a.slots());
@@ -261,7 +288,48 @@ impl Snapshot {
             slot_offsets,
             slot_members,
             pending,
+            lexical_error,
+            block_state,
         })
+    }
+
+    /// The checksum blocks of the vector file whose content does not match the manifest,
+    /// checking any not checked yet (~0.1 ms per 1,024 vectors).
+    fn damaged_blocks(&self) -> Vec<usize> {
+        use std::sync::atomic::Ordering;
+        let expected = &self.manifest.get().vector_checksums;
+        let mut damaged = Vec::new();
+        for (block, state) in self.block_state.iter().enumerate() {
+            let mut current = state.load(Ordering::Relaxed);
+            if current == BLOCK_UNCHECKED {
+                let ok = expected.get(block).map(|c| c.to_native()) == Some(self.vectors.block_checksum(block));
+                current = if ok { BLOCK_OK } else { BLOCK_DAMAGED };
+                state.store(current, Ordering::Relaxed);
+            }
+            if current == BLOCK_DAMAGED {
+                damaged.push(block);
+            }
+        }
+        damaged
+    }
+
+    /// Why results from this snapshot are worse than they should be, for `mode`, in words: a
+    /// lexical index that cannot be opened, damaged vectors. `None` when all is well.
+    pub fn degraded(&self, dense: bool, lexical: bool) -> Option<String> {
+        let mut reasons = Vec::new();
+        if lexical && let Some(err) = &self.lexical_error {
+            reasons.push(format!("lexical index unavailable ({err})"));
+        }
+        if dense {
+            let damaged = self.damaged_blocks().len();
+            if damaged > 0 {
+                reasons.push(format!(
+                    "{damaged} damaged block(s) of vectors ignored (up to {} chunks each)",
+                    vectors::BLOCK_SLOTS
+                ));
+            }
+        }
+        (!reasons.is_empty()).then(|| format!("{}; `raggrep index` repairs it", reasons.join("; ")))
     }
 
     pub fn model_id(&self) -> &str {
@@ -316,10 +384,13 @@ impl Snapshot {
         (first..first + file.chunk_count.to_native() as usize).filter_map(|i| self.chunk(i)).collect()
     }
 
-    /// The stored vector of a chunk, if embedded.
+    /// The stored vector of a chunk, if embedded (and not damaged).
     pub fn chunk_vector(&self, index: usize) -> Option<Vector> {
-        let slot = self.manifest.get().chunks.get(index)?.slot.to_native();
-        self.vectors.get(slot as usize).map(|v| Vector::normalized(v.to_vec()))
+        let slot = self.manifest.get().chunks.get(index)?.slot.to_native() as usize;
+        if self.damaged_blocks().binary_search(&(slot / vectors::BLOCK_SLOTS)).is_ok() {
+            return None;
+        }
+        self.vectors.get(slot).map(|v| Vector::normalized(v.to_vec()))
     }
 
     /// Best chunks by cosine similarity to `query`, among chunks accepted by `accept`.
@@ -338,7 +409,11 @@ impl Snapshot {
         let members = |slot: usize| -> &[u32] {
             &self.slot_members[self.slot_offsets[slot] as usize..self.slot_offsets[slot + 1] as usize]
         };
+        let damaged = self.damaged_blocks();
         let slot_ok = |slot: usize| -> bool {
+            if !damaged.is_empty() && damaged.binary_search(&(slot / vectors::BLOCK_SLOTS)).is_ok() {
+                return false;
+            }
             let chunks = members(slot);
             match accept {
                 None => !chunks.is_empty(),
@@ -350,7 +425,7 @@ impl Snapshot {
             (Some(ann), false) => {
                 // Filtering inside the graph search costs time; skip it when every slot it
                 // covers is live.
-                let covered_all_live = self.dead_in_graph == 0;
+                let covered_all_live = self.dead_in_graph == 0 && damaged.is_empty();
                 let filter: &dyn Fn(usize) -> bool = &slot_ok;
                 let mut found = ann.search(
                     self.vectors.as_slice(),
@@ -400,7 +475,8 @@ impl Snapshot {
         let mut floor = f32::NEG_INFINITY;
         for slot in slots {
             let score = crate::embed::dot(q, &all[slot * dim..(slot + 1) * dim]);
-            if best.len() >= limit && score <= floor {
+            // Unit vectors give scores in [-1, 1]; anything else is damage, never a best match.
+            if !score.is_finite() || (best.len() >= limit && score <= floor) {
                 continue;
             }
             if !slot_ok(slot) {

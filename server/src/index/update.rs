@@ -21,10 +21,10 @@ use super::lexical::{LexicalDoc, LexicalIndex};
 use super::manifest::{
     self, AnnEntry, ChunkEntry, FileEntry, Manifest, MappedManifest, NO_SLOT, SkippedEntry, join_hash, split_hash,
 };
-use super::vectors::{VectorAppender, VectorFile};
+use super::vectors::{BLOCK_SLOTS, VectorAppender, VectorFile};
 use super::{ANN_MIN_SLOTS, Ann, CURRENT, IndexError, IndexLocation, LEXICAL_DIR, read_current};
 use crate::chunk::{Chunk, ChunkConfig, ChunkKind, ContentHash, EmbedHeader, chunk_file, embedding_text};
-use crate::embed::{Embedder, ModelInfo};
+use crate::embed::{Embedder, ModelInfo, Vector};
 use crate::lang::Language;
 use crate::walk::{self, WalkOptions};
 
@@ -46,6 +46,14 @@ pub struct IndexOptions {
     /// When set, embedding stops at the next batch; what is done is published (the rest stays
     /// pending for the next update).
     pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// Build the HNSW graph only from this many vectors on ([`ANN_MIN_SLOTS`]; smaller in tests
+    /// and crash loops, so they reach graph builds on small trees).
+    pub ann_min_slots: usize,
+    /// Compact the vector file once this many slots are dead (and at least 30 % are).
+    pub compact_min_dead: usize,
+    /// False: walk, chunk and publish, but compute no embeddings (new chunks wait for the next
+    /// update). For a quick publish of what the disk says, as at shutdown.
+    pub embed: bool,
 }
 
 impl Default for IndexOptions {
@@ -58,6 +66,9 @@ impl Default for IndexOptions {
             overlays: HashMap::new(),
             max_chunks: None,
             cancel: None,
+            ann_min_slots: ANN_MIN_SLOTS,
+            compact_min_dead: COMPACT_MIN_DEAD,
+            embed: true,
         }
     }
 }
@@ -121,7 +132,7 @@ pub fn update(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<UpdateStats, IndexError> {
     let start = Instant::now();
-    fs::create_dir_all(&location.dir).map_err(|e| IndexError::io(&location.dir, e))?;
+    super::fsutil::create_private_dir(&location.dir).map_err(|e| IndexError::io(&location.dir, e))?;
     let ignore_file = location.dir.join(".gitignore");
     if !ignore_file.exists() {
         write_atomic(&ignore_file, b"# raggrep's index: never commit it.\n*\n")
@@ -138,12 +149,16 @@ pub fn update(
     let mut stats = UpdateStats { rebuilt, ..UpdateStats::default() };
 
     let lexical_dir = location.dir.join(LEXICAL_DIR);
-    let lexical = match LexicalIndex::open_or_create(&lexical_dir) {
-        Ok(lexical) => lexical,
+    let opened = LexicalIndex::open_or_create(&lexical_dir).and_then(|lexical| match lexical.damage() {
+        None => Ok(lexical),
+        Some(why) => Err(IndexError::Lexical(why)),
+    });
+    let (lexical, lexical_damaged) = match opened {
+        Ok(lexical) => (lexical, false),
         Err(err) => {
             tracing::warn!("{err}; rebuilding the lexical index");
             let _ = fs::remove_dir_all(&lexical_dir);
-            LexicalIndex::open_or_create(&lexical_dir)?
+            (LexicalIndex::open_or_create(&lexical_dir)?, true)
         }
     };
     let (prev, fresh) = match previous {
@@ -163,7 +178,7 @@ pub fn update(
         let _ = fs::remove_file(location.dir.join(&prev.vectors_file));
     }
     // The lexical index is in step with the manifest unless a crash fell between their commits.
-    let lexical_rebuild = fresh || lexical.committed_generation() != Some(prev.lexical_generation);
+    let lexical_rebuild = fresh || lexical_damaged || lexical.committed_generation() != Some(prev.lexical_generation);
     let mut lex = lexical.writer()?;
     if lexical_rebuild {
         lex.delete_all()?;
@@ -177,7 +192,13 @@ pub fn update(
         tracing::info!(from = %prev.recipe, to = %recipe, "chunking settings changed; chunking every file again");
     }
 
-    let report = walk::walk(std::slice::from_ref(&location.root), &options.walk)?;
+    let walk_options = WalkOptions { cancel: options.cancel.clone(), ..options.walk.clone() };
+    let report = walk::walk(std::slice::from_ref(&location.root), &walk_options)?;
+    if cancelled(options) {
+        // A cut-short walk would read as deleted files: publish nothing, the next update redoes it.
+        stats.seconds = start.elapsed().as_secs_f64();
+        return Ok(stats);
+    }
     let mut key_to_slot: HashMap<u128, u32> = HashMap::with_capacity(prev.slot_keys.len());
     for (slot, key) in prev.slot_keys.iter().enumerate() {
         key_to_slot.insert(join_hash(*key), slot as u32);
@@ -201,7 +222,14 @@ pub fn update(
         let prev_file =
             prev.files.binary_search_by(|f| f.path.as_str().cmp(&walked.rel_path)).ok().map(|i| &prev.files[i]);
         let mtime_ns = walked.mtime.and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos() as u64);
-        let overlay = options.overlays.get(&walked.rel_path);
+        // An editor buffer obeys the same size limit as the file it stands for.
+        let overlay = options.overlays.get(&walked.rel_path).filter(|text| {
+            let fits = text.len() as u64 <= options.walk.max_file_size;
+            if !fits {
+                tracing::info!(path = %walked.rel_path, bytes = text.len(), "editor buffer over the size limit; indexing the file on disk");
+            }
+            fits
+        });
         // Content from an editor buffer has no mtime of its own: recorded as 0, it is compared
         // by hash next time.
         let mtime_ns = if overlay.is_some() { 0 } else { mtime_ns };
@@ -321,6 +349,7 @@ pub fn update(
         updated_unix_ms: now_ms(),
         vectors_file: prev.vectors_file.clone(),
         vector_slots: prev.vector_slots,
+        vector_checksums: prev.vector_checksums.clone(),
         slot_keys: prev.slot_keys.clone(),
         ann: prev.ann.clone(),
         lexical_generation: prev.generation + 1,
@@ -329,41 +358,51 @@ pub fn update(
         skipped,
     };
     lex.commit(manifest.generation)?;
-    publish(&location.dir, &manifest)?;
+    publish(&location.dir, &mut manifest)?;
     stats.seconds_to_lexical = start.elapsed().as_secs_f64();
     // Only now: a reader reacting to this event must find the published generation.
     progress(chunked);
 
     // Embed what the cache did not have.
-    if !pending.is_empty() {
+    if !pending.is_empty() && options.embed {
         let vectors_path = location.dir.join(&manifest.vectors_file);
         let mut appender = VectorAppender::open(&vectors_path, info.dim, manifest.vector_slots as usize)?;
         let mut last_publish = Instant::now();
         let mut done = 0;
         progress(Progress::Embedding { done, total: total_to_embed });
         for batch in pending.chunks(options.embed_batch.max(1)) {
-            if options.cancel.as_ref().is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed)) {
+            if cancelled(options) {
                 break;
             }
-            let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
-            let vectors = embedder.embed_documents(&texts)?;
+            let (embedded, failed) = embed_isolating_failures(embedder, batch);
+            for (key, why) in &failed {
+                // One text the model cannot take must not stop the repository's update: its
+                // chunks stay lexical-only, retried at the next update, and the file says why.
+                let chunks = waiting.get(key).map(Vec::as_slice).unwrap_or(&[]);
+                for path in failed_paths(&manifest, chunks) {
+                    tracing::warn!(%path, "not embedded: {why}");
+                    manifest.skipped.push(SkippedEntry { path, reason: format!("not embedded: {why}") });
+                }
+                done += chunks.len();
+            }
+            let vectors: Vec<Vector> = embedded.iter().map(|(_, v)| v.clone()).collect();
             let first = appender.append(&vectors)?;
-            for (offset, (key, _)) in batch.iter().enumerate() {
+            for (offset, (key, _)) in embedded.iter().enumerate() {
                 let slot = (first + offset) as u32;
                 manifest.slot_keys.push(split_hash(*key));
                 for &chunk in waiting.get(key).map(Vec::as_slice).unwrap_or(&[]) {
                     manifest.chunks[chunk].slot = slot;
                     done += 1;
                 }
+                stats.embedded += waiting.get(key).map_or(0, Vec::len);
             }
             manifest.vector_slots = appender.slots() as u64;
-            stats.embedded += batch.iter().map(|(k, _)| waiting.get(k).map_or(0, Vec::len)).sum::<usize>();
             progress(Progress::Embedding { done, total: total_to_embed });
             if last_publish.elapsed() >= options.commit_interval {
                 appender.sync()?;
                 manifest.generation += 1;
                 manifest.updated_unix_ms = now_ms();
-                publish(&location.dir, &manifest)?;
+                publish(&location.dir, &mut manifest)?;
                 progress(Progress::Published { generation: manifest.generation, embedded: done });
                 last_publish = Instant::now();
             }
@@ -371,13 +410,58 @@ pub fn update(
         appender.sync()?;
     }
 
-    maintain_vectors(&location.dir, &mut manifest, progress)?;
+    maintain_vectors(&location.dir, &mut manifest, options, progress)?;
     manifest.generation += 1;
     manifest.updated_unix_ms = now_ms();
-    publish(&location.dir, &manifest)?;
+    publish(&location.dir, &mut manifest)?;
     collect_garbage(&location.dir, &manifest, previous_names.as_deref());
     stats.seconds = start.elapsed().as_secs_f64();
     Ok(stats)
+}
+
+fn cancelled(options: &IndexOptions) -> bool {
+    options.cancel.as_ref().is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+}
+
+/// Embeds a batch; if the model fails on it, embeds the texts one by one so a single bad text
+/// only loses itself. Returns the vectors by key, and the keys that failed with the reason.
+/// Vectors of a batch by embedding key, and the keys that failed with the reason.
+type EmbedOutcome = (Vec<(u128, Vector)>, Vec<(u128, String)>);
+
+fn embed_isolating_failures(embedder: &dyn Embedder, batch: &[(u128, String)]) -> EmbedOutcome {
+    let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
+    match embedder.embed_documents(&texts) {
+        Ok(vectors) if vectors.len() == batch.len() => {
+            return (batch.iter().map(|(k, _)| *k).zip(vectors).collect(), Vec::new());
+        }
+        Ok(vectors) => tracing::warn!("the model returned {} vectors for {} texts", vectors.len(), batch.len()),
+        Err(err) if batch.len() == 1 => return (Vec::new(), vec![(batch[0].0, err.to_string())]),
+        Err(err) => tracing::debug!("embedding a batch failed ({err}); embedding its texts one by one"),
+    }
+    let mut embedded = Vec::with_capacity(batch.len());
+    let mut failed = Vec::new();
+    for (key, text) in batch {
+        match embedder.embed_documents(&[text.as_str()]).map(|mut v| v.pop()) {
+            Ok(Some(vector)) => embedded.push((*key, vector)),
+            Ok(None) => failed.push((*key, "the model returned no vector".to_string())),
+            Err(err) => failed.push((*key, err.to_string())),
+        }
+    }
+    (embedded, failed)
+}
+
+/// The distinct file paths of `chunks` (indices into the manifest's chunks).
+fn failed_paths(manifest: &Manifest, chunks: &[usize]) -> Vec<String> {
+    let mut paths: Vec<String> = chunks
+        .iter()
+        .filter_map(|&c| manifest.chunks.get(c))
+        .filter_map(|c| manifest.files.get(c.file as usize))
+        .map(|f| f.path.clone())
+        .collect();
+    paths.sort();
+    paths.dedup();
+    paths.retain(|p| !manifest.skipped.iter().any(|s| &s.path == p && s.reason.starts_with("not embedded")));
+    paths
 }
 
 /// Copies a file's entries from the previous manifest.
@@ -416,7 +500,7 @@ fn queue_unembedded(
     if chunks[range.clone()].iter().all(|c| c.slot != NO_SLOT) {
         return;
     }
-    let Ok(source) = walk::read_source(&location.root.join(&file.path), u64::MAX) else {
+    let Ok(source) = walk::read_source(&walk::resolve(&location.root, &file.path), u64::MAX) else {
         return;
     };
     let language = Language::from_u8(file.language);
@@ -497,21 +581,62 @@ fn load_previous(location: &IndexLocation, info: &ModelInfo) -> (Option<(Manifes
             return (None, Some(format!("index is damaged ({err}); rebuilding the index")));
         }
     };
+    let mut manifest = manifest;
     if manifest.vector_slots > 0 {
-        let vectors = location.dir.join(&manifest.vectors_file);
-        if let Err(err) = VectorFile::open(&vectors, dim, manifest.vector_slots as usize) {
-            return (None, Some(format!("{err}; rebuilding the index")));
+        let path = location.dir.join(&manifest.vectors_file);
+        let vectors = match VectorFile::open(&path, dim, manifest.vector_slots as usize) {
+            Ok(vectors) => vectors,
+            Err(err) => return (None, Some(format!("{err}; rebuilding the index"))),
+        };
+        let damaged = vectors.damaged_blocks(&manifest.vector_checksums);
+        if !damaged.is_empty() {
+            tracing::warn!(
+                "{}: {} of {} blocks of vectors are damaged; their chunks are embedded again",
+                path.display(),
+                damaged.len(),
+                vectors.blocks()
+            );
+            forget_vector_blocks(&mut manifest, &damaged);
         }
     }
     (Some((manifest, name)), None)
+}
+
+/// Treats the vectors of `blocks` as never computed: their chunks wait for embedding again and
+/// their cache keys are forgotten. The slots stay in the file as dead space until compaction.
+fn forget_vector_blocks(manifest: &mut Manifest, blocks: &[usize]) {
+    let damaged = |slot: u32| slot != NO_SLOT && blocks.contains(&(slot as usize / BLOCK_SLOTS));
+    for chunk in &mut manifest.chunks {
+        if damaged(chunk.slot) {
+            chunk.slot = NO_SLOT;
+        }
+    }
+    for (slot, key) in manifest.slot_keys.iter_mut().enumerate() {
+        if damaged(slot as u32) {
+            // No text hashes to this (xxh3-128 of anything is never all ones in practice).
+            *key = [u64::MAX; 2];
+        }
+    }
+    // Re-record the damaged blocks' checksums as they are now, so the damage is reported once.
+    let first = blocks.iter().copied().min().unwrap_or(0);
+    manifest.vector_checksums.truncate(first);
 }
 
 fn manifest_name(generation: u64) -> String {
     format!("manifest-{generation:08}.rkyv")
 }
 
-/// Writes the manifest and points `CURRENT` at it, both atomically.
-fn publish(dir: &Path, manifest: &Manifest) -> Result<(), IndexError> {
+/// Writes the manifest and points `CURRENT` at it, both atomically. First brings the vector
+/// checksums up to date: blocks before the last recorded one never change (the file is
+/// append-only), so only the tail is hashed.
+fn publish(dir: &Path, manifest: &mut Manifest) -> Result<(), IndexError> {
+    let slots = manifest.vector_slots as usize;
+    let vectors = VectorFile::open(&dir.join(&manifest.vectors_file), manifest.dim as usize, slots)?;
+    let keep = manifest.vector_checksums.len().saturating_sub(1).min(vectors.blocks());
+    manifest.vector_checksums.truncate(keep);
+    for block in keep..vectors.blocks() {
+        manifest.vector_checksums.push(vectors.block_checksum(block));
+    }
     let name = manifest_name(manifest.generation);
     let path = dir.join(&name);
     write_atomic(&path, &manifest::encode(manifest)?).map_err(|e| IndexError::io(&path, e))?;
@@ -521,7 +646,17 @@ fn publish(dir: &Path, manifest: &Manifest) -> Result<(), IndexError> {
 
 /// Compacts the vector file when dead slots pile up, and (re)builds the HNSW graph when enough
 /// vectors are not in it.
-fn maintain_vectors(dir: &Path, manifest: &mut Manifest, progress: &mut dyn FnMut(Progress)) -> Result<(), IndexError> {
+/// Dead vector slots that trigger a compaction (with at least 30 % of the file dead).
+pub const COMPACT_MIN_DEAD: usize = 1024;
+/// New vectors outside the graph that trigger a rebuild (or a tenth of the graph, if more).
+const ANN_REBUILD_MIN_UNCOVERED: usize = 2048;
+
+fn maintain_vectors(
+    dir: &Path,
+    manifest: &mut Manifest,
+    options: &IndexOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(), IndexError> {
     let dim = manifest.dim as usize;
     let slots = manifest.vector_slots as usize;
     let mut live = vec![false; slots];
@@ -532,7 +667,7 @@ fn maintain_vectors(dir: &Path, manifest: &mut Manifest, progress: &mut dyn FnMu
     }
     let live_count = live.iter().filter(|&&l| l).count();
     let dead = slots - live_count;
-    if dead >= 1024 && dead * 10 >= slots * 3 {
+    if dead >= options.compact_min_dead.max(1) && dead * 10 >= slots * 3 {
         // Compaction: copy the live vectors into a new file, renumber the slots.
         let old = VectorFile::open(&dir.join(&manifest.vectors_file), dim, slots)?;
         let name = format!("vectors-{:08}.f32", manifest.generation + 1);
@@ -563,11 +698,12 @@ fn maintain_vectors(dir: &Path, manifest: &mut Manifest, progress: &mut dyn FnMu
         manifest.slot_keys = keys;
         manifest.vectors_file = name;
         manifest.vector_slots = live_count as u64;
+        manifest.vector_checksums.clear();
         manifest.ann = None;
         live = vec![true; live_count];
     }
     let slots = manifest.vector_slots as usize;
-    if slots < ANN_MIN_SLOTS {
+    if slots < options.ann_min_slots.max(1) {
         manifest.ann = None;
         return Ok(());
     }
@@ -577,7 +713,7 @@ fn maintain_vectors(dir: &Path, manifest: &mut Manifest, progress: &mut dyn FnMu
             let uncovered = slots.saturating_sub(ann.slots as usize);
             // A graph that is missing or unreadable is rebuilt too (searches fall back to the
             // exact scan meanwhile).
-            uncovered > (ann.slots as usize / 10).max(2048)
+            uncovered > (ann.slots as usize / 10).max(ANN_REBUILD_MIN_UNCOVERED.min(options.ann_min_slots))
                 || Ann::load(dir, &ann.basename, ann.slots as usize).is_err()
         }
     };

@@ -72,7 +72,29 @@ impl VectorFile {
     pub fn size_on_disk(&self) -> u64 {
         (self.slots * self.dim * 4) as u64
     }
+
+    /// Number of checksum blocks the valid slots span.
+    pub fn blocks(&self) -> usize {
+        self.slots.div_ceil(BLOCK_SLOTS)
+    }
+
+    /// xxh3-64 of one block (the last one may be partial).
+    pub fn block_checksum(&self, block: usize) -> u64 {
+        let start = (block * BLOCK_SLOTS).min(self.slots) * self.dim;
+        let end = ((block + 1) * BLOCK_SLOTS).min(self.slots) * self.dim;
+        xxhash_rust::xxh3::xxh3_64(bytemuck::cast_slice(&self.as_slice()[start..end]))
+    }
+
+    /// The blocks whose content does not match `expected` (one checksum per block; a missing
+    /// checksum counts as a mismatch).
+    pub fn damaged_blocks(&self, expected: &[u64]) -> Vec<usize> {
+        (0..self.blocks()).filter(|&b| expected.get(b) != Some(&self.block_checksum(b))).collect()
+    }
 }
+
+/// Vectors per checksum block: 1.5 MB at 384 dimensions, so checking one costs ~0.1 ms and a
+/// damaged block costs at most this many re-embeddings.
+pub const BLOCK_SLOTS: usize = 1024;
 
 /// Appends vectors to a vector file.
 pub struct VectorAppender {
