@@ -15,6 +15,7 @@ use std::time::Instant;
 use dashmap::DashMap;
 use serde::{Deserialize, Serialize};
 
+use crate::audit;
 use crate::chunk::estimate_tokens;
 use crate::embed::{Embedder, Vector};
 use crate::index::{self, IndexError, IndexLocation, IndexOptions, IndexStats, Progress, Snapshot, UpdateStats};
@@ -76,6 +77,9 @@ impl Settings {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProjectConfig {
     pub enabled: Option<bool>,
+    /// The audit log (`audit.jsonl`); on unless set to false.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub audit: Option<bool>,
 }
 
 impl ProjectConfig {
@@ -87,7 +91,7 @@ impl ProjectConfig {
     }
 
     pub fn save(&self, location: &IndexLocation) -> Result<(), IndexError> {
-        std::fs::create_dir_all(&location.dir).map_err(|e| IndexError::io(&location.dir, e))?;
+        index::create_private_dir(&location.dir).map_err(|e| IndexError::io(&location.dir, e))?;
         let ignore = location.dir.join(".gitignore");
         if !ignore.exists() {
             index::write_atomic(&ignore, b"# raggrep's index: never commit it.\n*\n")
@@ -180,6 +184,8 @@ struct Root {
     location: IndexLocation,
     snapshot: RwLock<Option<Arc<Snapshot>>>,
     state: Mutex<RootState>,
+    /// The published index holds text from editor buffers (restored from disk at shutdown).
+    indexed_buffers: AtomicBool,
 }
 
 #[derive(Default)]
@@ -208,6 +214,8 @@ pub struct Workspace {
     memory_level: Mutex<MemoryLevel>,
     /// Set on shutdown: a running update publishes what it has and stops.
     cancel: Arc<AtomicBool>,
+    /// The front door serving this workspace, for the audit log.
+    door: audit::DoorCell,
 }
 
 impl Workspace {
@@ -223,13 +231,40 @@ impl Workspace {
             worker: Mutex::new(None),
             memory_level: Mutex::new(MemoryLevel::Ok),
             cancel: Arc::new(AtomicBool::new(false)),
+            door: audit::DoorCell::default(),
         });
         let weak = Arc::downgrade(&workspace);
-        let handle = std::thread::Builder::new().name("raggrep-indexer".into()).spawn(move || worker(weak, rx)).ok();
+        // A roomy stack: tree-sitter walks recurse (bounded by the chunker's depth cap).
+        let handle = std::thread::Builder::new()
+            .name("raggrep-indexer".into())
+            .stack_size(16 << 20)
+            .spawn(move || worker(weak, rx))
+            .ok();
         if let Ok(mut slot) = workspace.worker.lock() {
             *slot = handle;
         }
         workspace
+    }
+
+    /// Names the front door serving this workspace (recorded in the audit log).
+    pub fn set_door(&self, door: audit::Door) {
+        self.door.set(door);
+    }
+
+    /// Records an operation in the audit log of every root (`detail`: counts, never code).
+    fn audit(&self, op: &str, started: Instant, detail: serde_json::Value) {
+        let ms = started.elapsed().as_secs_f64() * 1000.0;
+        for root in self.roots() {
+            if let Some(root) = self.root(&root) {
+                audit::record(&root.location.dir, self.door.get(), op, ms, detail.clone());
+            }
+        }
+    }
+
+    /// Queues a full update of every root (the user asked for it).
+    pub fn reindex(&self) {
+        self.audit("reindex", Instant::now(), serde_json::json!({ "roots": self.roots().len() }));
+        self.schedule_all();
     }
 
     pub fn settings(&self) -> Settings {
@@ -261,6 +296,7 @@ impl Workspace {
             location: location.clone(),
             snapshot: RwLock::new(snapshot),
             state: Mutex::new(RootState { enabled: index, ..RootState::default() }),
+            indexed_buffers: AtomicBool::new(false),
         });
         if let Ok(mut roots) = self.roots.write() {
             roots.push(root);
@@ -286,7 +322,8 @@ impl Workspace {
     /// Turns indexing of a root on or off (and remembers it in `.raggrep/config.toml`).
     pub fn set_enabled(&self, root: &Path, enabled: bool) -> Result<(), IndexError> {
         let Some(root) = self.root(root) else { return Ok(()) };
-        ProjectConfig { enabled: Some(enabled) }.save(&root.location)?;
+        ProjectConfig { enabled: Some(enabled), ..ProjectConfig::load(&root.location) }.save(&root.location)?;
+        audit::record(&root.location.dir, self.door.get(), "toggle", 0.0, serde_json::json!({ "enabled": enabled }));
         if let Ok(mut state) = root.state.lock() {
             state.enabled = enabled;
             state.reason = (!enabled).then(|| "indexing is turned off for this workspace".to_string());
@@ -334,8 +371,15 @@ impl Workspace {
         }
     }
 
-    /// Records an editor buffer's text for `path` (indexed instead of the disk at the next update).
+    /// Records an editor buffer's text for `path` (indexed instead of the disk at the next
+    /// update). A buffer over the size limit is not kept: the file on disk stands for it.
     pub fn set_overlay(&self, path: &Path, text: String) {
+        let limit = self.settings().max_file_size;
+        if text.len() as u64 > limit {
+            tracing::info!(path = %path.display(), bytes = text.len(), limit, "editor buffer over the size limit: not indexed");
+            self.overlays.remove(&canonical_or_parent(path));
+            return;
+        }
         self.overlays.insert(canonical_or_parent(path), text);
     }
 
@@ -346,12 +390,15 @@ impl Workspace {
 
     /// Searches every root; hits are merged by score.
     pub fn search(&self, query: &Query) -> Result<Vec<RootHit>, SearchError> {
+        let started = Instant::now();
         let vector = if query.mode != Mode::Lexical && !query.text.trim().is_empty() {
             Some(self.embedder.embed_query(&query.text)?)
         } else {
             None
         };
-        self.search_roots(query, vector.as_ref(), None)
+        let hits = self.search_roots(query, vector.as_ref(), None)?;
+        self.audit("search", started, query_detail(query, hits.len()));
+        Ok(hits)
     }
 
     fn search_roots(
@@ -360,20 +407,28 @@ impl Workspace {
         vector: Option<&Vector>,
         exclude: Option<(&Path, &str, u32, u32)>,
     ) -> Result<Vec<RootHit>, SearchError> {
-        if query.mode == Mode::Hybrid && self.snapshots().len() > 1 {
+        let snapshots = self.snapshots();
+        // `k` comes from the client: no more than every chunk there is.
+        let total: usize = snapshots.iter().map(|(_, s)| s.chunk_count()).sum();
+        let query = &Query { k: query.k.min(total), ..query.clone() };
+        if query.k == 0 {
+            return Ok(Vec::new());
+        }
+        if query.mode == Mode::Hybrid && snapshots.len() > 1 {
             // Fused scores are normalised within one candidate list, so they do not compare
             // across roots: rank each signal across all roots first, then fuse once.
-            let sub = |mode| Query { mode, k: (query.k * 3).max(20), ..query.clone() };
+            let sub = |mode| Query { mode, k: query.k.saturating_mul(3).max(20), ..query.clone() };
             let dense = self.search_roots(&sub(Mode::Dense), vector, exclude)?;
             let lexical = self.search_roots(&sub(Mode::Lexical), vector, exclude)?;
-            let key = |h: &RootHit| (h.root.clone(), h.hit.path.clone(), h.hit.start_line, h.hit.end_line);
+            type Key = (PathBuf, String, u32, u32);
+            let key = |h: &RootHit| -> Key { (h.root.clone(), h.hit.path.clone(), h.hit.start_line, h.hit.end_line) };
             let mut ids: Vec<RootHit> = Vec::new();
-            let mut id_of = |h: &RootHit| match ids.iter().position(|x| key(x) == key(h)) {
-                Some(i) => i,
-                None => {
+            let mut known: std::collections::HashMap<Key, usize> = std::collections::HashMap::new();
+            let mut id_of = |h: &RootHit| {
+                *known.entry(key(h)).or_insert_with(|| {
                     ids.push(h.clone());
                     ids.len() - 1
-                }
+                })
             };
             let dense_ids: Vec<(usize, f32)> = dense.iter().map(|h| (id_of(h), h.hit.score)).collect();
             let lexical_ids: Vec<(usize, f32)> = lexical.iter().map(|h| (id_of(h), h.hit.score)).collect();
@@ -388,7 +443,7 @@ impl Workspace {
                 .collect());
         }
         let mut all: Vec<RootHit> = Vec::new();
-        for (root, snapshot) in self.snapshots() {
+        for (root, snapshot) in snapshots {
             let excluded = |c: &index::ChunkRef<'_>| match exclude {
                 Some((r, path, start, end)) => {
                     r == root && c.path == path && c.start_line <= end && start <= c.end_line
@@ -410,6 +465,20 @@ impl Workspace {
         Ok(all)
     }
 
+    /// Why results in `mode` are worse than they should be (a root's lexical index unavailable,
+    /// damaged vectors), root by root; `None` when all is well.
+    pub fn degraded(&self, mode: Mode) -> Option<String> {
+        let reasons: Vec<String> = self
+            .snapshots()
+            .iter()
+            .filter_map(|(root, snapshot)| {
+                let why = snapshot.degraded(mode != Mode::Lexical, mode != Mode::Dense)?;
+                Some(format!("{}: {why}", root.display()))
+            })
+            .collect();
+        (!reasons.is_empty()).then(|| reasons.join("; "))
+    }
+
     /// True while some root is still being embedded.
     pub fn is_partial(&self) -> bool {
         self.snapshots().iter().any(|(_, s)| s.is_partial())
@@ -428,6 +497,7 @@ impl Workspace {
         end: u32,
         k: usize,
     ) -> Result<(Vec<RootHit>, (u32, u32)), SearchError> {
+        let started = Instant::now();
         let Some((root, rel)) = self.locate(path) else {
             return Err(SearchError::OutsideWorkspace(path.to_path_buf()));
         };
@@ -457,7 +527,9 @@ impl Workspace {
         }
         let vector = Vector::normalized(mean);
         let query = Query { k, mode: Mode::Dense, ..Query::new(text) };
-        Ok((self.search_roots(&query, Some(&vector), Some((&root, &rel, span.0, span.1)))?, span))
+        let hits = self.search_roots(&query, Some(&vector), Some((&root, &rel, span.0, span.1)))?;
+        self.audit("find_similar", started, serde_json::json!({ "k": k, "results": hits.len() }));
+        Ok((hits, span))
     }
 
     /// Lines (1-based, inclusive) of the smallest indexed unit containing `line` of `path`.
@@ -474,13 +546,14 @@ impl Workspace {
 
     /// The best chunks for `question` that fit in `max_tokens`, each headed by its citation.
     pub fn context(&self, question: &str, max_tokens: usize) -> Result<Context, SearchError> {
+        let started = Instant::now();
         let query = Query { k: 30, ..Query::new(question) };
         let hits = self.search(&query)?;
         let mut text = String::new();
         let mut tokens = 0;
         let mut sources = Vec::new();
         for RootHit { root, hit } in hits {
-            let body = self.read_lines(&root.join(&hit.path), hit.start_line, hit.end_line);
+            let body = self.read_lines(&crate::walk::resolve(&root, &hit.path), hit.start_line, hit.end_line);
             let citation = format!("{}:{}-{}", hit.path, hit.start_line, hit.end_line);
             let block = format!("{citation}\n```{}\n{}\n```\n\n", hit.language.name(), body.trim_end());
             let cost = estimate_tokens(&block);
@@ -491,6 +564,11 @@ impl Workspace {
             text.push_str(&block);
             sources.push(citation);
         }
+        self.audit(
+            "context",
+            started,
+            serde_json::json!({ "max_tokens": max_tokens, "tokens": tokens, "sources": sources.len() }),
+        );
         Ok(Context { text: text.trim_end().to_string(), tokens, sources })
     }
 
@@ -540,7 +618,10 @@ impl Workspace {
             .collect()
     }
 
-    /// Stops the worker after the update in progress (if any) has published.
+    /// Stops the worker after the update in progress (if any) has published. Roots last
+    /// indexed with editor buffers are published once more from the disk (chunks only, no
+    /// embedding): the buffers die with the editor, and other readers (the CLI) must not keep
+    /// finding code that exists nowhere.
     pub fn shutdown(&self) {
         self.cancel.store(true, Ordering::Relaxed);
         if let Ok(jobs) = self.jobs.lock() {
@@ -548,6 +629,15 @@ impl Workspace {
         }
         if let Some(handle) = self.worker.lock().ok().and_then(|mut w| w.take()) {
             let _ = handle.join();
+        }
+        self.overlays.clear();
+        let roots = self.roots.read().map(|r| r.clone()).unwrap_or_default();
+        for root in roots.iter().filter(|r| r.indexed_buffers.load(Ordering::Relaxed)) {
+            let options = IndexOptions { embed: false, ..self.settings().index_options() };
+            match index::update(&root.location, self.embedder.as_ref(), &options, &mut |_| {}) {
+                Ok(_) => root.indexed_buffers.store(false, Ordering::Relaxed),
+                Err(err) => tracing::warn!(root = %root.location.root.display(), "restoring the disk version: {err}"),
+            }
         }
     }
 
@@ -557,6 +647,7 @@ impl Workspace {
         if !enabled {
             return;
         }
+        let started = Instant::now();
         let settings = self.settings();
         let mut options = settings.index_options();
         options.cancel = Some(Arc::clone(&self.cancel));
@@ -567,6 +658,9 @@ impl Workspace {
         }
         if let Ok(mut state) = root.state.lock() {
             state.indexing = true;
+        }
+        if !options.overlays.is_empty() {
+            root.indexed_buffers.store(true, Ordering::Relaxed);
         }
         let events = Arc::clone(&self.events);
         let root_path = root.location.root.clone();
@@ -585,6 +679,9 @@ impl Workspace {
                 events.progress(&root_path, &p);
             })
         }));
+        if options.overlays.is_empty() && matches!(result, Ok(Ok(_))) {
+            root.indexed_buffers.store(false, Ordering::Relaxed);
+        }
         let outcome = match result {
             Ok(Ok(stats)) => Ok(stats),
             Ok(Err(err)) => Err(err.to_string()),
@@ -610,6 +707,11 @@ impl Workspace {
                 format!("memory budget of {} MB reached: some files are not indexed", settings.memory_budget_mb)
             });
         }
+        let detail = match &outcome {
+            Ok(stats) => serde_json::to_value(stats).unwrap_or_default(),
+            Err(message) => serde_json::json!({ "error": message }),
+        };
+        audit::record(&root.location.dir, self.door.get(), "index", started.elapsed().as_secs_f64() * 1000.0, detail);
         match outcome {
             Ok(stats) => self.events.updated(&root_path, &stats),
             Err(message) => self.events.failed(&root_path, &message),
@@ -636,6 +738,17 @@ impl Workspace {
     }
 }
 
+/// What the audit log keeps of a query: its settings and counts, not its text.
+pub fn query_detail(query: &Query, results: usize) -> serde_json::Value {
+    serde_json::json!({
+        "mode": query.mode,
+        "k": query.k,
+        "query_chars": query.text.chars().count(),
+        "filtered": query.path_glob.is_some() || query.language.is_some(),
+        "results": results,
+    })
+}
+
 fn worker(workspace: std::sync::Weak<Workspace>, jobs: Receiver<Job>) {
     while let Ok(job) = jobs.recv() {
         let mut roots: Vec<PathBuf> = Vec::new();
@@ -660,7 +773,17 @@ fn worker(workspace: std::sync::Weak<Workspace>, jobs: Receiver<Job>) {
                 break;
             }
             if let Some(root) = workspace.root(&root) {
-                workspace.run_update(&root);
+                // A panic outside the guarded update itself marks this root failed and keeps
+                // the thread serving the others.
+                let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| workspace.run_update(&root)));
+                if run.is_err() {
+                    let message = "the indexer panicked; see the log".to_string();
+                    if let Ok(mut state) = root.state.lock() {
+                        state.indexing = false;
+                        state.last_error = Some(message.clone());
+                    }
+                    workspace.events.failed(&root.location.root, &message);
+                }
             }
         }
         if stop {

@@ -13,6 +13,7 @@ mod progress;
 
 pub use progress::human_duration;
 
+use crate::audit::{self, Door};
 use crate::chunk::{ChunkConfig, chunk_file};
 use crate::embed::{Assets, EmbedOptions, Embedder, OnnxEmbedder};
 use crate::index::{self, IndexLocation, IndexOptions, Snapshot, UpdateStats};
@@ -52,6 +53,12 @@ enum Command {
         /// While embedding, publish progress at least this often (seconds).
         #[arg(long, default_value_t = 10.0, hide = true)]
         commit_every: f64,
+        /// Build the vector graph from this many vectors on (tests and crash loops).
+        #[arg(long, default_value_t = index::ANN_MIN_SLOTS, hide = true)]
+        ann_min_slots: usize,
+        /// Compact the vector file from this many dead slots on (tests and crash loops).
+        #[arg(long, default_value_t = index::COMPACT_MIN_DEAD, hide = true)]
+        compact_min_dead: usize,
     },
     /// Search the index. QUERY `-` reads one query per line from stdin (JSON Lines out).
     Query {
@@ -74,7 +81,7 @@ enum Command {
         #[arg(long = "path")]
         path_glob: Option<String>,
         /// Drop results scoring below this.
-        #[arg(long)]
+        #[arg(long, value_parser = finite_score)]
         min_score: Option<f32>,
         /// Exact vector scan instead of the HNSW graph.
         #[arg(long)]
@@ -150,18 +157,28 @@ struct WalkArgs {
 pub fn run() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(err) => {
-            let code = if err.use_stderr() { 2 } else { 0 };
-            let _ = err.print();
-            return code;
+        Err(err) if err.use_stderr() => {
+            // One line, like every other error (clap adds a usage hint below it).
+            let text = err.render().to_string();
+            let first = text.lines().next().unwrap_or_default();
+            let _ = writeln!(io::stderr(), "raggrep: {}", first.trim_start_matches("error: "));
+            return 2;
+        }
+        Err(help) => {
+            let _ = help.print();
+            return 0;
         }
     };
-    if !matches!(cli.command, Command::Lsp) {
-        // The language server installs its own logging (file, client, stderr).
-        init_logging(&cli.log);
+    if matches!(cli.command, Command::Lsp) {
+        // The language server installs its own logging (file, client, stderr) and has its own
+        // exit codes (1: `exit` without `shutdown`, as the specification says).
+        return crate::lsp::run();
     }
+    init_logging(&cli.log);
     match dispatch(cli) {
         Ok(()) => 0,
+        // The reader went away (`raggrep query … | head`): nothing left to say, as ripgrep does.
+        Err(err) if is_broken_pipe(&err) => 0,
         Err(err) => {
             let _ = writeln!(io::stderr(), "raggrep: {}", one_line(&err));
             2
@@ -170,26 +187,61 @@ pub fn run() -> i32 {
 }
 
 fn init_logging(level: &str) {
+    use std::io::IsTerminal;
     let filter =
         tracing_subscriber::EnvFilter::try_new(level).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(io::stderr).with_target(false).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(io::stderr)
+        .with_ansi(io::stderr().is_terminal())
+        .with_target(false)
+        .try_init();
 }
 
-/// An error and its causes on one line: `context: cause: cause`.
+/// An error and its causes on one line: `context: cause: cause`. A cause whose text its parent
+/// already shows (errors that print their source) is not repeated.
 fn one_line(err: &anyhow::Error) -> String {
-    err.chain().map(|e| e.to_string()).collect::<Vec<_>>().join(": ")
+    let mut parts: Vec<String> = Vec::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if !parts.last().is_some_and(|previous| previous.contains(&text)) {
+            parts.push(text);
+        }
+    }
+    parts.join(": ")
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause.downcast_ref::<io::Error>().is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+            || cause
+                .downcast_ref::<serde_json::Error>()
+                .is_some_and(|e| e.io_error_kind() == Some(io::ErrorKind::BrokenPipe))
+    })
+}
+
+/// `--min-score`: a finite number (NaN would silently drop every result).
+fn finite_score(text: &str) -> Result<f32, String> {
+    match text.trim().parse::<f32>() {
+        Ok(score) if score.is_finite() => Ok(score),
+        Ok(_) => Err(format!("{text:?} is not a finite number")),
+        Err(err) => Err(format!("{text:?}: {err}")),
+    }
 }
 
 fn dispatch(cli: Cli) -> Result<()> {
     let model = cli.model.as_deref();
     let ort = cli.ort_dylib.as_deref();
     match cli.command {
-        Command::Index { path, location, walk, json, commit_every } => {
+        Command::Index { path, location, walk, json, commit_every, ann_min_slots, compact_min_dead } => {
             let location = IndexLocation::new(&path, location.index_dir.as_deref())?;
             let embedder = load_embedder(model, ort)?;
             let options = IndexOptions {
                 walk: walk.into(),
-                commit_interval: std::time::Duration::from_secs_f64(commit_every.max(0.0)),
+                commit_interval: std::time::Duration::try_from_secs_f64(commit_every.max(0.0))
+                    .unwrap_or(std::time::Duration::MAX),
+                ann_min_slots,
+                compact_min_dead,
                 ..IndexOptions::default()
             };
             let stats = run_update(&location, &embedder, &options)?;
@@ -217,10 +269,7 @@ fn dispatch(cli: Cli) -> Result<()> {
             let location = IndexLocation::new(&location.root, location.index_dir.as_deref())?;
             cmd_inspect(&location, chunks, skipped, json)
         }
-        Command::Lsp => match crate::lsp::run() {
-            0 => Ok(()),
-            _ => Err(anyhow::anyhow!("the language server failed to start (see the log above)")),
-        },
+        Command::Lsp => unreachable!("handled in run()"),
         Command::Chunk { file, json } => cmd_chunk(&file, json),
         Command::Embed { text, document } => {
             let embedder = load_embedder(model, ort)?;
@@ -247,6 +296,7 @@ fn run_update(location: &IndexLocation, embedder: &OnnxEmbedder, options: &Index
     let stats = index::update(location, embedder, options, &mut |event| display.event(event))
         .with_context(|| format!("indexing {}", location.root.display()))?;
     display.finish();
+    audit::record(&location.dir, Door::Cli, "index", stats.seconds * 1000.0, serde_json::to_value(&stats)?);
     let _ = writeln!(
         io::stderr(),
         "indexed {}: {} files ({} changed, {} removed, {} skipped), {} chunks, {} embedded, {} reused from cache, {:.1}s",
@@ -301,27 +351,73 @@ fn cmd_query(
     let embedder_ref: Option<&dyn Embedder> = embedder.as_ref().map(|e| e as &dyn Embedder);
     let mut out = io::stdout().lock();
     if query == "-" {
-        // JSON Lines: one answer per input line, model and index loaded once.
-        for line in io::stdin().lines() {
-            let line = line.context("reading queries from stdin")?;
-            if line.trim().is_empty() {
-                continue;
-            }
-            let request = Query { text: line, ..template.clone() };
-            let results = search::search(&snapshot, embedder_ref, &request)?;
-            writeln!(out, "{}", serde_json::to_string(&results)?)?;
-            out.flush()?;
-        }
-        return Ok(());
+        return batch_queries(&snapshot, embedder_ref, template, &mut out);
     }
     let request = Query { text: query.to_string(), ..template.clone() };
     let results = search::search(&snapshot, embedder_ref, &request)?;
+    audit_search(&snapshot, &request, &results);
+    warn_degraded(results.degraded.as_deref());
     if json {
         writeln!(out, "{}", serde_json::to_string(&results)?)?;
     } else {
         output::print_hits(&mut out, &results)?;
     }
     Ok(())
+}
+
+/// JSON Lines: exactly one answer per input line, in order, so answers can be matched to
+/// questions (an empty line gets an empty answer, a line that cannot be read an error object);
+/// model and index are loaded once.
+fn batch_queries(
+    snapshot: &Snapshot,
+    embedder: Option<&dyn Embedder>,
+    template: &Query,
+    out: &mut impl Write,
+) -> Result<()> {
+    use std::io::BufRead;
+    let mut input = io::stdin().lock();
+    let mut line = Vec::new();
+    let mut number = 0usize;
+    let mut warned = false;
+    loop {
+        line.clear();
+        if input.read_until(b'\n', &mut line).context("reading queries from stdin")? == 0 {
+            return Ok(());
+        }
+        number += 1;
+        let answer = match std::str::from_utf8(&line) {
+            Err(_) => serde_json::json!({ "error": format!("line {number} is not valid UTF-8") }),
+            Ok(text) => {
+                let request = Query { text: text.trim_end_matches(['\n', '\r']).to_string(), ..template.clone() };
+                match search::search(snapshot, embedder, &request) {
+                    Ok(results) => {
+                        audit_search(snapshot, &request, &results);
+                        if !warned {
+                            warn_degraded(results.degraded.as_deref());
+                            warned = results.degraded.is_some();
+                        }
+                        serde_json::to_value(&results)?
+                    }
+                    Err(err) => serde_json::json!({ "query": request.text, "error": one_line(&err.into()) }),
+                }
+            }
+        };
+        writeln!(out, "{answer}")?;
+        out.flush()?;
+    }
+}
+
+fn audit_search(snapshot: &Snapshot, query: &Query, results: &search::SearchResults) {
+    let mut detail = crate::workspace::query_detail(query, results.results.len());
+    detail["partial"] = serde_json::json!(results.partial);
+    detail["degraded"] = serde_json::json!(results.degraded.is_some());
+    audit::record(&snapshot.location.dir, Door::Cli, "search", results.took_ms, detail);
+}
+
+fn warn_degraded(degraded: Option<&str>) {
+    if let Some(why) = degraded {
+        let _ = writeln!(io::stderr(), "raggrep: warning: {why}");
+    }
 }
 
 /// Updates the index, loading the embedder first if the query did not need it.
@@ -340,9 +436,23 @@ fn rebuild(
 }
 
 fn cmd_status(location: &IndexLocation, json: bool) -> Result<()> {
-    let snapshot = Snapshot::open(location)?;
-    let stats = snapshot.stats();
     let mut out = io::stdout().lock();
+    let snapshot = match Snapshot::open(location) {
+        Ok(snapshot) => snapshot,
+        Err(index::IndexError::Corrupt(why)) => {
+            // Status reports the damage; the next `index` or `query` rebuilds.
+            let hint = "`raggrep index` rebuilds it";
+            if json {
+                let value = serde_json::json!({ "root": location.root, "damaged": why, "fix": hint });
+                writeln!(out, "{value}")?;
+            } else {
+                writeln!(out, "index of {} is damaged: {why}; {hint}", location.root.display())?;
+            }
+            return Ok(());
+        }
+        Err(err) => return Err(err.into()),
+    };
+    let stats = snapshot.stats();
     if json {
         writeln!(out, "{}", serde_json::to_string(&stats)?)?;
         return Ok(());

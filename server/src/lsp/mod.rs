@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use futures_util::FutureExt;
 use serde_json::{Value, json};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
@@ -42,6 +43,8 @@ const SETTING_KEYS: &[&str] =
     &["enabled", "include", "exclude", "maxFileSize", "memoryBudgetMb", "modelDir", "defaultK", "logLevel"];
 /// A workspace with more files than this asks before indexing.
 const ASK_ABOVE_FILES: usize = 20_000;
+/// How long `shutdown` waits for the indexer to publish and stop.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// Quiet time after the last keystroke before an unsaved buffer is re-indexed.
 const CHANGE_DEBOUNCE: Duration = Duration::from_millis(400);
 
@@ -61,7 +64,7 @@ pub fn run() -> i32 {
             return 2;
         }
     };
-    runtime.block_on(async move {
+    let orderly = runtime.block_on(async move {
         let (log_tx, mut log_rx) = unbounded_channel::<(MessageType, String)>();
         let sink = log::init(log_tx);
         let (events_tx, events_rx) = unbounded_channel();
@@ -69,7 +72,23 @@ pub fn run() -> i32 {
             .custom_method("raggrep/malformedMessage", Backend::malformed)
             .finish();
         let server_state = Arc::clone(&service.inner().state);
-        tokio::spawn(forward_events(service.inner().client.clone(), events_rx, Arc::clone(&server_state)));
+        let events_client = service.inner().client.clone();
+        let events_state = Arc::clone(&server_state);
+        tokio::spawn(async move {
+            let mut events_rx = events_rx;
+            // A panic while forwarding one event must not silence every later one.
+            while std::panic::AssertUnwindSafe(forward_events(
+                events_client.clone(),
+                &mut events_rx,
+                Arc::clone(&events_state),
+            ))
+            .catch_unwind()
+            .await
+            .is_err()
+            {
+                tracing::error!("forwarding indexing events panicked; continuing with the next event");
+            }
+        });
         let log_client = service.inner().client.clone();
         tokio::spawn(async move {
             while let Some((kind, message)) = log_rx.recv().await {
@@ -79,11 +98,13 @@ pub fn run() -> i32 {
         let (input, clean) = tokio::io::duplex(1 << 20);
         tokio::spawn(sanitize_input(tokio::io::stdin(), input));
         Server::new(clean, protocol_out, socket).serve(service).await;
+        server_state.shutdown_requested.load(Ordering::Acquire)
     });
     // Reading stdin occupies a blocking thread that never returns on its own; waiting for it
     // would hang the exit.
     runtime.shutdown_background();
-    0
+    // The specification: `exit` without a `shutdown` before it ends the process with code 1.
+    if orderly { 0 } else { 1 }
 }
 
 /// Replaces what stands for a JSON-RPC message on stdin by a valid one: the framework stops
@@ -196,6 +217,7 @@ pub struct State {
     workspace: OnceLock<Arc<Workspace>>,
     settings: Mutex<Settings>,
     supports_progress: std::sync::atomic::AtomicBool,
+    shutdown_requested: std::sync::atomic::AtomicBool,
 }
 
 pub struct Backend {
@@ -308,11 +330,11 @@ impl Backend {
         };
         match answer.as_deref() {
             Some("Index") => {
-                let _ = ProjectConfig { enabled: Some(true) }.save(&location);
+                let _ = ProjectConfig { enabled: Some(true), ..ProjectConfig::load(&location) }.save(&location);
                 true
             }
             Some("Never") => {
-                let _ = ProjectConfig { enabled: Some(false) }.save(&location);
+                let _ = ProjectConfig { enabled: Some(false), ..ProjectConfig::load(&location) }.save(&location);
                 false
             }
             _ => false,
@@ -483,6 +505,7 @@ impl LanguageServer for Backend {
             Ok(Ok(embedder)) => {
                 let workspace =
                     Workspace::new(Arc::new(embedder), settings, Arc::new(ChannelEvents(self.events.clone())));
+                workspace.set_door(crate::audit::Door::Lsp);
                 let _ = self.state.workspace.set(workspace);
             }
             Ok(Err(err)) => {
@@ -521,110 +544,141 @@ impl LanguageServer for Backend {
     }
 
     async fn initialized(&self, _: InitializedParams) {
-        // Edits outside the editor (git checkout, formatters, generators) arrive as watched-file
-        // events; clients that cannot register dynamically simply do not send them.
-        let registration = Registration {
-            id: "raggrep-watch".into(),
-            method: "workspace/didChangeWatchedFiles".into(),
-            register_options: serde_json::to_value(DidChangeWatchedFilesRegistrationOptions {
-                watchers: vec![FileSystemWatcher { glob_pattern: GlobPattern::String("**/*".into()), kind: None }],
-            })
-            .ok(),
-        };
-        if let Err(err) = self.client.register_capability(vec![registration]).await {
-            tracing::info!("file watching not available: {err}");
-        }
-        let roots = self.roots.lock().map(|r| r.clone()).unwrap_or_default();
-        self.add_roots(roots).await;
-        self.roots_ready.store(true, Ordering::Release);
-        self.roots_ready_notify.notify_waiters();
+        guard("initialized", async {
+            // Edits outside the editor (git checkout, formatters, generators) arrive as watched-file
+            // events; clients that cannot register dynamically simply do not send them.
+            let registration = Registration {
+                id: "raggrep-watch".into(),
+                method: "workspace/didChangeWatchedFiles".into(),
+                register_options: serde_json::to_value(DidChangeWatchedFilesRegistrationOptions {
+                    watchers: vec![FileSystemWatcher { glob_pattern: GlobPattern::String("**/*".into()), kind: None }],
+                })
+                .ok(),
+            };
+            if let Err(err) = self.client.register_capability(vec![registration]).await {
+                tracing::info!("file watching not available: {err}");
+            }
+            let roots = self.roots.lock().map(|r| r.clone()).unwrap_or_default();
+            self.add_roots(roots).await;
+            self.roots_ready.store(true, Ordering::Release);
+            self.roots_ready_notify.notify_waiters();
+        })
+        .await;
     }
 
     async fn shutdown(&self) -> Result<()> {
+        self.state.shutdown_requested.store(true, Ordering::Release);
         if let Some(workspace) = self.state.workspace.get().cloned() {
-            // Publishes what the running update has done, then stops.
-            let _ = tokio::task::spawn_blocking(move || workspace.shutdown()).await;
+            // Publishes what the running update has done, then stops. The client gets its
+            // answer in bounded time even if that takes long (a huge walk, a slow disk): what
+            // is not published then is redone at the next start.
+            let stopping = tokio::task::spawn_blocking(move || workspace.shutdown());
+            if tokio::time::timeout(SHUTDOWN_GRACE, stopping).await.is_err() {
+                tracing::warn!("the indexer did not stop within {SHUTDOWN_GRACE:?}; shutting down without it");
+            }
         }
         Ok(())
     }
 
     async fn did_open(&self, params: DidOpenTextDocumentParams) {
-        let Ok(workspace) = self.workspace() else { return };
-        if let Some(path) = params.text_document.uri.to_file_path() {
-            let path = path.into_owned();
-            let on_disk = std::fs::read_to_string(&path).ok();
-            if on_disk.as_deref() != Some(params.text_document.text.as_str()) {
-                workspace.set_overlay(&path, params.text_document.text);
-            }
-            workspace.schedule(&path);
-        }
-    }
-
-    async fn did_change(&self, params: DidChangeTextDocumentParams) {
-        let Ok(workspace) = self.workspace() else { return };
-        let Some(path) = params.text_document.uri.to_file_path().map(|p| p.into_owned()) else { return };
-        // Full sync: the last change holds the whole text. Applied here, synchronously, so
-        // edits stay in order; indexing waits for a pause in typing.
-        let Some(change) = params.content_changes.into_iter().last() else { return };
-        workspace.set_overlay(&path, change.text);
-        let generation = self.next_generation.fetch_add(1, Ordering::Relaxed);
-        if let Ok(mut map) = self.change_generation.lock() {
-            map.insert(path.clone(), generation);
-        }
-        let generations = Arc::clone(&self.change_generation);
-        tokio::spawn(async move {
-            tokio::time::sleep(CHANGE_DEBOUNCE).await;
-            let latest = generations.lock().ok().and_then(|m| m.get(&path).copied());
-            if latest == Some(generation) {
-                workspace.schedule(&path);
-            }
-        });
-    }
-
-    async fn did_save(&self, params: DidSaveTextDocumentParams) {
-        self.disk_is_truth(&params.text_document.uri);
-    }
-
-    async fn did_close(&self, params: DidCloseTextDocumentParams) {
-        self.disk_is_truth(&params.text_document.uri);
-    }
-
-    async fn did_change_watched_files(&self, params: DidChangeWatchedFilesParams) {
-        let Ok(workspace) = self.workspace() else { return };
-        for change in params.changes {
-            if let Some(path) = change.uri.to_file_path() {
-                if path.components().any(|c| c.as_os_str() == crate::index::INDEX_DIR_NAME) {
-                    continue; // our own writes
+        guard("textDocument/didOpen", async {
+            let Ok(workspace) = self.workspace() else { return };
+            if let Some(path) = params.text_document.uri.to_file_path() {
+                let path = path.into_owned();
+                let on_disk = std::fs::read_to_string(&path).ok();
+                if on_disk.as_deref() != Some(params.text_document.text.as_str()) {
+                    workspace.set_overlay(&path, params.text_document.text);
                 }
                 workspace.schedule(&path);
             }
-        }
+        })
+        .await;
+    }
+
+    async fn did_change(&self, params: DidChangeTextDocumentParams) {
+        guard("textDocument/didChange", async {
+            let Ok(workspace) = self.workspace() else { return };
+            let Some(path) = params.text_document.uri.to_file_path().map(|p| p.into_owned()) else { return };
+            // Full sync: the last change holds the whole text. Applied here, synchronously, so
+            // edits stay in order; indexing waits for a pause in typing.
+            let Some(change) = params.content_changes.into_iter().last() else { return };
+            workspace.set_overlay(&path, change.text);
+            let generation = self.next_generation.fetch_add(1, Ordering::Relaxed);
+            if let Ok(mut map) = self.change_generation.lock() {
+                map.insert(path.clone(), generation);
+            }
+            let generations = Arc::clone(&self.change_generation);
+            tokio::spawn(async move {
+                tokio::time::sleep(CHANGE_DEBOUNCE).await;
+                let latest = generations.lock().ok().and_then(|m| m.get(&path).copied());
+                if latest == Some(generation) {
+                    workspace.schedule(&path);
+                }
+            });
+        })
+        .await;
+    }
+
+    async fn did_save(&self, params: DidSaveTextDocumentParams) {
+        guard("textDocument/didSave", async {
+            self.disk_is_truth(&params.text_document.uri);
+        })
+        .await;
+    }
+
+    async fn did_close(&self, params: DidCloseTextDocumentParams) {
+        guard("textDocument/didClose", async {
+            self.disk_is_truth(&params.text_document.uri);
+        })
+        .await;
+    }
+
+    async fn did_change_watched_files(&self, params: DidChangeWatchedFilesParams) {
+        guard("workspace/didChangeWatchedFiles", async {
+            let Ok(workspace) = self.workspace() else { return };
+            for change in params.changes {
+                if let Some(path) = change.uri.to_file_path() {
+                    if path.components().any(|c| c.as_os_str() == crate::index::INDEX_DIR_NAME) {
+                        continue; // our own writes
+                    }
+                    workspace.schedule(&path);
+                }
+            }
+        })
+        .await;
     }
 
     async fn did_change_workspace_folders(&self, params: DidChangeWorkspaceFoldersParams) {
-        let Ok(workspace) = self.workspace() else { return };
-        for removed in params.event.removed {
-            if let Some(path) = removed.uri.to_file_path() {
-                workspace.remove_root(&path);
+        guard("workspace/didChangeWorkspaceFolders", async {
+            let Ok(workspace) = self.workspace() else { return };
+            for removed in params.event.removed {
+                if let Some(path) = removed.uri.to_file_path() {
+                    workspace.remove_root(&path);
+                }
             }
-        }
-        let added = params.event.added.iter().filter_map(|f| f.uri.to_file_path().map(|p| p.into_owned())).collect();
-        self.add_roots(added).await;
+            let added =
+                params.event.added.iter().filter_map(|f| f.uri.to_file_path().map(|p| p.into_owned())).collect();
+            self.add_roots(added).await;
+        })
+        .await;
     }
 
     async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
-        let before = self.state.settings.lock().map(|s| s.clone()).ok();
-        let unknown = self.apply_settings(&params.settings);
-        if !unknown.is_empty() {
-            tracing::warn!("unknown settings ignored: {}", unknown.join(", "));
-        }
-        let after = self.state.settings.lock().map(|s| s.clone()).ok();
-        // Clients often resend the initial settings right after start-up: nothing to redo then.
-        if before != after
-            && let Ok(workspace) = self.workspace()
-        {
-            workspace.schedule_all();
-        }
+        guard("workspace/didChangeConfiguration", async {
+            let before = self.state.settings.lock().map(|s| s.clone()).ok();
+            let unknown = self.apply_settings(&params.settings);
+            if !unknown.is_empty() {
+                tracing::warn!("unknown settings ignored: {}", unknown.join(", "));
+            }
+            let after = self.state.settings.lock().map(|s| s.clone()).ok();
+            // Clients often resend the initial settings right after start-up: nothing to redo then.
+            if before != after
+                && let Ok(workspace) = self.workspace()
+            {
+                workspace.schedule_all();
+            }
+        })
+        .await;
     }
 
     async fn symbol(&self, params: WorkspaceSymbolParams) -> Result<Option<WorkspaceSymbolResponse>> {
@@ -691,13 +745,18 @@ impl LanguageServer for Backend {
                     ..Query::new(a.query.clone())
                 };
                 let started = std::time::Instant::now();
-                let (hits, partial) = self.blocking(move |ws| Ok((ws.search(&query)?, ws.is_partial()))).await?;
-                Ok(Some(json!({
+                let (hits, partial, degraded) =
+                    self.blocking(move |ws| Ok((ws.search(&query)?, ws.is_partial(), ws.degraded(query.mode)))).await?;
+                let mut result = json!({
                     "query": a.query,
                     "took_ms": started.elapsed().as_secs_f64() * 1000.0,
                     "partial": partial,
                     "results": hits.iter().map(to_proto::hit_json).collect::<Vec<_>>(),
-                })))
+                });
+                if let Some(degraded) = degraded {
+                    result["degraded"] = json!(degraded);
+                }
+                Ok(Some(result))
             }
             "raggrep.findSimilar" => {
                 let a: SimilarArgs = parse_args(command, &args)?;
@@ -718,7 +777,7 @@ impl LanguageServer for Backend {
             }
             "raggrep.reindex" => {
                 let workspace = self.workspace()?;
-                workspace.schedule_all();
+                workspace.reindex();
                 Ok(Some(json!({ "queued": workspace.roots().len() })))
             }
             "raggrep.status" => {
@@ -753,8 +812,16 @@ impl LanguageServer for Backend {
     }
 }
 
+/// Runs a notification handler's work; a panic there is logged and the session goes on (a
+/// request's panic becomes a JSON-RPC error, a notification has no one to answer).
+async fn guard(name: &str, work: impl std::future::Future<Output = ()>) {
+    if std::panic::AssertUnwindSafe(work).catch_unwind().await.is_err() {
+        tracing::error!("{name} panicked; the notification is dropped and the session goes on");
+    }
+}
+
 /// Turns workspace events into `$/progress`, `window/showMessage` and log messages, in order.
-async fn forward_events(client: Client, mut events: UnboundedReceiver<Event>, state: Arc<State>) {
+async fn forward_events(client: Client, events: &mut UnboundedReceiver<Event>, state: Arc<State>) {
     let mut tokens: HashMap<PathBuf, (ProgressToken, std::time::Instant)> = HashMap::new();
     let mut counter = 0u64;
     while let Some(event) = events.recv().await {
