@@ -49,7 +49,19 @@ def rank_metrics(Qa, D, items) -> dict:
         ranks.append(int((s > gold).sum()))
     r = np.array(ranks)
     return {"queries": len(r), "R@1": float((r < 1).mean()), "R@5": float((r < 5).mean()),
-            "MRR@10": float(np.where(r < 10, 1.0 / (r + 1), 0.0).mean())}
+            "MRR@10": float(np.where(r < 10, 1.0 / (r + 1), 0.0).mean()), "_ranks": r}
+
+
+def paired_ci(a: np.ndarray, b: np.ndarray, seed: int = 16, n: int = 2000) -> tuple[float, float]:
+    """95 % paired-bootstrap interval of mean(b - a) over queries."""
+    d = b - a
+    rng = np.random.default_rng(seed)
+    means = d[rng.integers(0, len(d), size=(n, len(d)))].mean(1)
+    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def rr10(r: np.ndarray) -> np.ndarray:
+    return np.where(r < 10, 1.0 / (r + 1), 0.0)
 
 
 def main() -> None:
@@ -89,10 +101,16 @@ def main() -> None:
     log(f"{'':26s} {'':9s} {'R@1':>6s} {'R@5':>6s} {'MRR@10':>7s}   n")
     for key in ["all"] + sorted(k for k in items_by if k != "all"):
         res["results"][key] = {}
+        ranks = {}
         for name, q in Qa.items():
             m = rank_metrics(q, D, items_by[key])
+            ranks[name] = m.pop("_ranks")
             res["results"][key][name] = m
             log(f"{key:26s} {name:9s} {m['R@1']:6.3f} {m['R@5']:6.3f} {m['MRR@10']:7.3f}   {m['queries']}")
+        lo, hi = paired_ci(rr10(ranks["identity"]), rr10(ranks["adapter"]))
+        lo5, hi5 = paired_ci((ranks["identity"] < 5).astype(float), (ranks["adapter"] < 5).astype(float))
+        res["results"][key]["delta_95ci"] = {"MRR@10": [lo, hi], "R@5": [lo5, hi5]}
+        log(f"{key:26s} {'delta':9s} 95% CI MRR@10 [{lo:+.3f}, {hi:+.3f}]  R@5 [{lo5:+.3f}, {hi5:+.3f}]")
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as fh:
         json.dump(res, fh, indent=2)
