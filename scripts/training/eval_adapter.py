@@ -3,14 +3,15 @@
 
 Usage:  scripts/training/eval_adapter.sh [--adapter scripts/training/out/adapter.f32]
 
-WHAT THIS IS: function-level, dense-only. Each TUNE query (doc comment's first sentence) is
+WHAT THIS IS: function-level; dense-only, plus a hybrid row (lexical.py: a Python BM25
+approximating raggrep's tantivy fields and boosts, fused 0.5/0.5 after min-max as raggrep does). Each TUNE query (doc comment's first sentence) is
 embedded as raggrep embeds a query; every documented function of the query's package is
 embedded as raggrep embeds a chunk ('<path> <symbol path>\\n<code>', 256 tokens, doc comments
 of the gold blanked as in the benchmark corpus); the gold is ranked by cosine among them, once
-with the plain query vector and once with normalize(W q).
+with the plain query vector and once with normalize(W q), alone and fused with BM25.
 WHAT THIS IS NOT: raggrep's full pipeline. No chunking (a long function is one truncated text
 here, several chunks in raggrep), no undocumented code or non-function chunks as distractors,
-no BM25, no fusion, no file-level metric. Numbers here are NOT comparable with BENCHMARKS.md;
+BM25 only approximated, no file-level metric. Numbers here are NOT comparable with BENCHMARKS.md;
 only the difference identity -> adapter is meant, and it still has to be confirmed through the
 real benchmark (cargo bench --bench retrieval) once the adapter is wired into the query path.
 """
@@ -32,24 +33,30 @@ import numpy as np  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import embed as E  # noqa: E402
+import lexical as L  # noqa: E402
 from train_adapter import apply, fmt, log  # noqa: E402
 
-NOTE = ("function-level, dense-only approximation on the TUNE split: gold function vs every "
-        "documented function of its package, cosine of MiniLM int8 vectors; NOT raggrep's full "
-        "pipeline (no chunking, no BM25/fusion, no other code as distractors); compare the "
-        "identity and adapter rows with each other only")
+NOTE = ("function-level approximation on the TUNE split: gold function vs every documented "
+        "function of its package; dense = cosine of MiniLM int8 vectors, hybrid = that fused "
+        "0.5/0.5 (min-max) with a Python BM25 approximating raggrep's lexical fields; NOT "
+        "raggrep's full pipeline (no chunking, no other code as distractors, BM25 approximated); "
+        "compare the identity and adapter rows with each other only")
 
 
-def rank_metrics(Qa, D, items) -> dict:
-    """items: list of (query row, gold doc row, pool doc rows)."""
+def ranks_of(scores_fn, items) -> np.ndarray:
+    """0-based rank of the gold in its pool for each item (ties count in the query's favour);
+    a gold with score -inf (in no candidate list) ranks last."""
     ranks = []
-    for qi, gi, pool in items:
-        s = D[pool] @ Qa[qi]
-        gold = float(D[gi] @ Qa[qi])
-        ranks.append(int((s > gold).sum()))
-    r = np.array(ranks)
+    for it in items:
+        s = scores_fn(it)
+        gold = s[it["gold"]]
+        ranks.append(len(s) if not np.isfinite(gold) else int((s > gold).sum()))
+    return np.array(ranks)
+
+
+def summary(r: np.ndarray) -> dict:
     return {"queries": len(r), "R@1": float((r < 1).mean()), "R@5": float((r < 5).mean()),
-            "MRR@10": float(np.where(r < 10, 1.0 / (r + 1), 0.0).mean()), "_ranks": r}
+            "MRR@10": float(np.where(r < 10, 1.0 / (r + 1), 0.0).mean())}
 
 
 def paired_ci(a: np.ndarray, b: np.ndarray, seed: int = 16, n: int = 2000) -> tuple[float, float]:
@@ -87,30 +94,45 @@ def main() -> None:
     pools: dict[str, list[int]] = {}
     for i, r in enumerate(rows):
         pools.setdefault(r["package"], []).append(i)
+    bm25 = {p: L.BM25Pool([(rows[i]["path"], rows[i]["symbol"], rows[i]["code"]) for i in idx])
+            for p, idx in pools.items()}
     items_by: dict[str, list] = {"all": []}
     for i in qrows:
-        it = (i, i, np.array(pools[rows[i]["package"]]))
+        pk = rows[i]["package"]
+        pool = np.array(pools[pk])
+        it = {"q": i, "pool": pool, "gold": int(np.where(pool == i)[0][0]),
+              "lex": bm25[pk].scores(rows[i]["query"])}
         items_by["all"].append(it)
         items_by.setdefault(rows[i]["language"], []).append(it)
-        items_by.setdefault(rows[i]["package"], []).append(it)
+        items_by.setdefault(pk, []).append(it)
     Qa = {"identity": E_norm(Qv), "adapter": apply(W, Qv)}
+    modes = {
+        "lexical": lambda it: it["lex"],
+        "dense identity": lambda it: D[it["pool"]] @ Qa["identity"][it["q"]],
+        "dense adapter": lambda it: D[it["pool"]] @ Qa["adapter"][it["q"]],
+        "hybrid identity": lambda it: L.fuse(D[it["pool"]] @ Qa["identity"][it["q"]], it["lex"]),
+        "hybrid adapter": lambda it: L.fuse(D[it["pool"]] @ Qa["adapter"][it["q"]], it["lex"]),
+    }
     res = {"note": NOTE, "split": args.split,
            "adapter_sha256": hashlib.sha256(blob).hexdigest(),
            "pool_sizes": {k: len(v) for k, v in pools.items()}, "results": {}}
     log(f"NOTE: {NOTE}")
-    log(f"{'':26s} {'':9s} {'R@1':>6s} {'R@5':>6s} {'MRR@10':>7s}   n")
+    log(f"{'':26s} {'':16s} {'R@1':>6s} {'R@5':>6s} {'MRR@10':>7s}   n")
     for key in ["all"] + sorted(k for k in items_by if k != "all"):
         res["results"][key] = {}
         ranks = {}
-        for name, q in Qa.items():
-            m = rank_metrics(q, D, items_by[key])
-            ranks[name] = m.pop("_ranks")
+        for name, fn in modes.items():
+            ranks[name] = ranks_of(fn, items_by[key])
+            m = summary(ranks[name])
             res["results"][key][name] = m
-            log(f"{key:26s} {name:9s} {m['R@1']:6.3f} {m['R@5']:6.3f} {m['MRR@10']:7.3f}   {m['queries']}")
-        lo, hi = paired_ci(rr10(ranks["identity"]), rr10(ranks["adapter"]))
-        lo5, hi5 = paired_ci((ranks["identity"] < 5).astype(float), (ranks["adapter"] < 5).astype(float))
-        res["results"][key]["delta_95ci"] = {"MRR@10": [lo, hi], "R@5": [lo5, hi5]}
-        log(f"{key:26s} {'delta':9s} 95% CI MRR@10 [{lo:+.3f}, {hi:+.3f}]  R@5 [{lo5:+.3f}, {hi5:+.3f}]")
+            log(f"{key:26s} {name:16s} {m['R@1']:6.3f} {m['R@5']:6.3f} {m['MRR@10']:7.3f}   {m['queries']}")
+        res["results"][key]["delta_95ci"] = {}
+        for kind in ("dense", "hybrid"):
+            a, b = ranks[f"{kind} identity"], ranks[f"{kind} adapter"]
+            lo, hi = paired_ci(rr10(a), rr10(b))
+            lo5, hi5 = paired_ci((a < 5).astype(float), (b < 5).astype(float))
+            res["results"][key]["delta_95ci"][kind] = {"MRR@10": [lo, hi], "R@5": [lo5, hi5]}
+            log(f"{key:26s} {'Δ ' + kind:16s} 95% CI MRR@10 [{lo:+.3f}, {hi:+.3f}]  R@5 [{lo5:+.3f}, {hi5:+.3f}]")
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as fh:
         json.dump(res, fh, indent=2)
