@@ -84,37 +84,42 @@ def code_tokens(text: str) -> list[str]:
 
 
 class BM25Pool:
-    """BM25 over one pool of documents (path, symbol path, body)."""
+    """BM25 over one pool of documents (path, symbol path, body), with per-term postings."""
 
     def __init__(self, docs: list[tuple[str, str, str]]):
+        self.n = len(docs)
         self.fields = []
         for f, boost in ((2, 1.0), (1, SYMBOL_BOOST), (0, PATH_BOOST)):
-            tfs, lens = [], []
-            df: dict[str, int] = {}
-            for d in docs:
+            post: dict[str, tuple[list[int], list[int]]] = {}
+            lens = np.zeros(self.n)
+            for i, d in enumerate(docs):
                 toks = code_tokens(d[f])
+                lens[i] = len(toks)
                 tf: dict[str, int] = {}
                 for t in toks:
                     tf[t] = tf.get(t, 0) + 1
-                for t in tf:
-                    df[t] = df.get(t, 0) + 1
-                tfs.append(tf)
-                lens.append(len(toks))
-            avg = max(sum(lens) / max(len(lens), 1), 1e-9)
-            self.fields.append((boost, tfs, np.array(lens, dtype=np.float64), avg, df))
-        self.n = len(docs)
+                for t, c in tf.items():
+                    ids, cs = post.setdefault(t, ([], []))
+                    ids.append(i)
+                    cs.append(c)
+            avg = max(float(lens.mean()) if self.n else 0.0, 1e-9)
+            norm = K1 * (1 - B + B * lens / avg)
+            postings = {t: (np.array(ids), np.array(cs, dtype=np.float64)) for t, (ids, cs) in post.items()}
+            self.fields.append((boost, postings, norm))
 
-    def scores(self, query: str) -> np.ndarray:
+    def scores(self, query: str, fields: tuple[int, ...] = (0, 1, 2)) -> np.ndarray:
+        """Summed BM25 of the query's distinct terms; fields 0 body, 1 symbol, 2 path."""
         terms = sorted(set(code_tokens(query)))
         s = np.zeros(self.n)
-        for boost, tfs, lens, avg, df in self.fields:
+        for k in fields:
+            boost, postings, norm = self.fields[k]
             for t in terms:
-                n_t = df.get(t, 0)
-                if not n_t:
+                p = postings.get(t)
+                if p is None:
                     continue
-                idf = math.log(1.0 + (self.n - n_t + 0.5) / (n_t + 0.5))
-                tf = np.array([d.get(t, 0) for d in tfs], dtype=np.float64)
-                s += boost * idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * lens / avg))
+                ids, tf = p
+                idf = math.log(1.0 + (self.n - len(ids) + 0.5) / (len(ids) + 0.5))
+                s[ids] += boost * idf * tf * (K1 + 1) / (tf + norm[ids])
         return s
 
 
