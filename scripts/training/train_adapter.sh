@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Runs train_adapter.py in the tools venv of scripts/bootstrap.sh, niced, on one thread.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+py="${RAGGREP_HOME:-$HOME/.cache/raggrep}/tools/venv/bin/python"
+[[ -x "$py" ]] || { echo "train_adapter.sh: $py missing; run scripts/bootstrap.sh" >&2; exit 1; }
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
+exec nice -n 19 "$py" "$here/train_adapter.py" "$@"
