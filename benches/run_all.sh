@@ -11,12 +11,12 @@
 # date and commit; BENCHMARKS.md is assembled from all section files present, so `--only`
 # re-runs some sections and keeps the others' last results.
 #
-# Sections: retrieval retrieval-fp32 variants embed cold query incremental lsp ann scale micro
+# Sections: retrieval retrieval-fp32 variants embed cold query incremental lsp ann scale micro crash
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 
-all=(retrieval retrieval-fp32 variants embed cold query incremental lsp ann scale micro)
+all=(retrieval retrieval-fp32 variants embed cold query incremental lsp ann scale micro crash)
 only=""
 tree=""
 while [[ $# -gt 0 ]]; do
@@ -137,6 +137,11 @@ PY
         echo '```'
         cargo bench --locked --bench micro -- --noplot 2>/dev/null | grep -E '^[a-z]|time:' | sed 's/^ *//'
         echo '```'
+        ;;
+      crash)
+        echo "## Crash loop: kill -9 during indexing, 100 times"
+        echo
+        bench crash_loop -- --iterations 100
         ;;
       *) echo "unknown section $name" >&2; return 2 ;;
     esac

@@ -57,6 +57,9 @@ cargo bench --locked --bench ann_scale -- --sizes 3000 --queries 20 --ef 32,96
 cargo bench --locked --bench scale_index -- --chunks 3000
 cargo bench --locked --bench embed_throughput -- --quick --configs 1x0
 
+step "crash loop, quick mode (kill -9 at random points, seed printed; replay with --seed)"
+cargo bench --locked --bench crash_loop -- --iterations 12 --files 40
+
 passed=$(awk '/^test result:/ { for (i = 1; i < NF; i++) if ($(i+1) ~ /^passed/) s += $i } END { print s + 0 }' "$log")
 failed=$(awk '/^test result:/ { for (i = 1; i < NF; i++) if ($(i+1) ~ /^failed/) s += $i } END { print s + 0 }' "$log")
 passed=$((passed + client_passed))

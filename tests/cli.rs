@@ -316,7 +316,11 @@ fn synthetic_tree(ws: &Workspace, files: usize) {
 fn killing_the_indexer_at_random_points_never_breaks_the_index() {
     let ws = Workspace::empty();
     synthetic_tree(&ws, 150);
-    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos() as u64;
+    // Replay a failure with RAGGREP_CRASH_SEED=<the seed in its message>.
+    let seed = std::env::var("RAGGREP_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos() as u64
+    });
+    println!("crash seed {seed}");
     let mut state = seed | 1;
     let mut next = move || {
         state ^= state << 13;
