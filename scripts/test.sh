@@ -42,6 +42,8 @@ client() {
   client_failed=$((client_failed + f))
   if [[ $rc -ne 0 && $f -eq 0 ]]; then client_failed=$((client_failed + 1)); fi
 }
+# Fuzzing: each decoder target for 60 s from the seeds in fuzz/corpus (cargo-fuzz, nightly).
+client "fuzzing (cargo-fuzz, 60 s per target)" scripts/fuzz.sh
 client "Neovim client in a real headless Neovim 0.11" editors/nvim/test/run.sh
 client "Helix client in the real Helix 25.01 (tmux)" editors/helix/test/run.sh
 # VS Code: unit tests, the .vsix, then code-server 1.100 in headless Chromium (first run

@@ -570,3 +570,13 @@ fn cmd_files(path: &Path) -> Result<()> {
     let _ = writeln!(io::stderr(), "{} files, {} skipped", report.files.len(), report.skipped.len());
     Ok(())
 }
+
+/// Fuzzing entry point (internal): parses a command line (program name first) the way
+/// [`run`] does, without running it.
+pub fn parse_args<I, T>(args: I) -> Result<(), String>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    Cli::try_parse_from(args).map(drop).map_err(|e| e.to_string())
+}

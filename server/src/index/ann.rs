@@ -370,6 +370,22 @@ impl Ann {
         out.truncate(k);
         out
     }
+
+    /// Fuzzing entry point (internal): the checks [`Ann::load`] makes, on a graph file's bytes
+    /// in memory. With `fix_checksum`, the trailing checksum is first recomputed, so mutated
+    /// tables get past it to the structural checks.
+    pub fn parse_bytes(bytes: &[u8], fix_checksum: bool) -> Result<Ann, String> {
+        if !bytes.len().is_multiple_of(4) {
+            return Err("truncated".into());
+        }
+        let mut words: Vec<u32> = bytes.chunks_exact(4).map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]])).collect();
+        if fix_checksum && words.len() >= 2 {
+            let body = words.len() - 2;
+            let checksum = xxhash_rust::xxh3::xxh3_64(bytemuck::cast_slice(&words[..body]));
+            words[body..].copy_from_slice(&[checksum as u32, (checksum >> 32) as u32]);
+        }
+        Self::parse(Words::Owned(words))
+    }
 }
 
 /// Appends a CSR table (offsets, then the concatenated lists).

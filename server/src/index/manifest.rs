@@ -175,3 +175,25 @@ fn validate(bytes: &[u8]) -> Result<usize, String> {
     }
     Ok(len)
 }
+
+/// Fuzzing entry point (internal): the checks [`MappedManifest::open`] makes, on bytes in
+/// memory (copied to an aligned buffer, as a memory map is).
+pub fn check_bytes(bytes: &[u8]) -> Result<(), String> {
+    let len = validate(bytes)?;
+    let mut payload = rkyv::util::AlignedVec::<16>::with_capacity(len);
+    payload.extend_from_slice(&bytes[..len]);
+    rkyv::access::<ArchivedManifest, rancor::Error>(&payload).map_err(|e| format!("invalid manifest: {e}"))?;
+    Ok(())
+}
+
+/// Fuzzing helper (internal): `payload` with a valid footer, so mutated payloads get past the
+/// checksum to the structural validation.
+pub fn with_footer(payload: &[u8]) -> Vec<u8> {
+    let mut bytes = payload.to_vec();
+    let checksum = xxhash_rust::xxh3::xxh3_64(&bytes);
+    bytes.extend_from_slice(MAGIC);
+    bytes.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    bytes.extend_from_slice(&checksum.to_le_bytes());
+    bytes
+}

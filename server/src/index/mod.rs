@@ -599,3 +599,7 @@ fn dir_size(dir: &Path) -> u64 {
         .map(|entries| entries.flatten().map(|e| e.metadata().map_or(0, |m| m.len())).sum())
         .unwrap_or(0)
 }
+
+/// Fuzzing entry points (internal; see `fuzz/`).
+#[doc(hidden)]
+pub use manifest::{check_bytes as check_manifest_bytes, with_footer as manifest_with_footer};

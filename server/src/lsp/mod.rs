@@ -5,6 +5,7 @@
 //! JSON-RPC error instead of a dead server), indexing runs on the workspace's own thread, and its
 //! events come back through a channel to one task that talks to the client in order.
 
+pub mod framing;
 mod log;
 mod to_proto;
 
@@ -107,63 +108,24 @@ pub fn run() -> i32 {
     if orderly { 0 } else { 1 }
 }
 
-/// Replaces what stands for a JSON-RPC message on stdin by a valid one: the framework stops
-/// reading after a body it cannot decode, and one bad message must not end the session. A
-/// malformed body becomes a request the server answers with a parse error.
-async fn sanitize_input(input: tokio::io::Stdin, mut output: tokio::io::DuplexStream) {
-    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
-    const MAX_BODY: usize = 64 << 20;
-    let mut reader = tokio::io::BufReader::new(input);
+/// Forwards stdin to the framework as well-formed frames only: it stops reading after a body it
+/// cannot decode, and one bad message, or one wrong Content-Length, must not end the session.
+/// The rules are in [`framing`].
+async fn sanitize_input(mut input: tokio::io::Stdin, mut output: tokio::io::DuplexStream) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut framer = framing::Framer::default();
+    let mut buf = vec![0; 64 << 10];
     loop {
-        let mut length: Option<usize> = None;
-        loop {
-            let mut line = Vec::new();
-            match reader.read_until(b'\n', &mut line).await {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {}
+        let read = match input.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(read) => read,
+        };
+        for frame in framer.push(&buf[..read]) {
+            if output.write_all(&frame).await.is_err() {
+                return;
             }
-            let line = String::from_utf8_lossy(&line);
-            let line = line.trim();
-            if line.is_empty() {
-                if length.is_some() {
-                    break;
-                }
-                continue;
-            }
-            if let Some((name, value)) = line.split_once(':')
-                && name.trim().eq_ignore_ascii_case("content-length")
-            {
-                length = value.trim().parse().ok();
-            }
-        }
-        let Some(length) = length else { continue };
-        let mut body = vec![0; length.min(MAX_BODY)];
-        if reader.read_exact(&mut body).await.is_err() {
-            return;
-        }
-        if length > MAX_BODY {
-            // Drain the rest of an oversized body; it is answered as malformed.
-            let mut rest = (&mut reader).take((length - MAX_BODY) as u64);
-            let _ = tokio::io::copy(&mut rest, &mut tokio::io::sink()).await;
-            body.clear();
-        }
-        if !is_json_rpc(&body) {
-            tracing::warn!("malformed JSON-RPC message ({} bytes) answered with a parse error", length);
-            body = br#"{"jsonrpc":"2.0","id":null,"method":"raggrep/malformedMessage"}"#.to_vec();
-        }
-        let header = format!("Content-Length: {}\r\n\r\n", body.len());
-        if output.write_all(header.as_bytes()).await.is_err() || output.write_all(&body).await.is_err() {
-            return;
         }
     }
-}
-
-/// A JSON object shaped like a JSON-RPC 2.0 request, notification or response.
-fn is_json_rpc(body: &[u8]) -> bool {
-    let Ok(Value::Object(message)) = serde_json::from_slice::<Value>(body) else { return false };
-    let is_request = message.get("method").is_some_and(Value::is_string);
-    let is_response = message.contains_key("id") && (message.contains_key("result") || message.contains_key("error"));
-    message.get("jsonrpc") == Some(&json!("2.0")) && (is_request || is_response)
 }
 
 /// Keeps the protocol channel clean: the real stdout becomes a private handle for JSON-RPC, and
