@@ -49,7 +49,7 @@ pub(crate) fn split(
 /// overflow a thread's stack at a few thousand levels.
 pub(crate) const MAX_SYNTAX_DEPTH: usize = 400;
 /// A file whose parse takes longer is chunked by lines (a parse is normally milliseconds).
-const PARSE_TIME_LIMIT: Duration = Duration::from_secs(5);
+pub(crate) const PARSE_TIME_LIMIT: Duration = Duration::from_secs(5);
 
 /// The depth of the deepest node, walked iteratively.
 fn tree_depth(tree: &tree_sitter::Tree) -> usize {

@@ -498,3 +498,31 @@ fn token_estimate_is_in_a_sane_range() {
     assert_eq!(estimate_tokens("a(b);"), 5);
     assert!(estimate_tokens("averyveryverylongidentifiername") > 3);
 }
+
+/// Found by fuzzing (fuzz/findings/chunk-tsx-nul-hang): NUL bytes in TSX send tree-sitter's
+/// error recovery into a loop of many seconds. The walker skips such files as binary; the chunker
+/// itself stops parsing after its time limit and falls back to line windows.
+#[test]
+fn a_parse_that_takes_too_long_falls_back_to_line_windows() {
+    let finding = include_bytes!("../../../fuzz/findings/chunk-tsx-nul-hang");
+    let text = String::from_utf8_lossy(finding).into_owned();
+    let started = std::time::Instant::now();
+    let chunks = chunk_file("finding.tsx", &text, Language::Tsx, &ChunkConfig::default());
+    assert!(started.elapsed() < syntax::PARSE_TIME_LIMIT * 3, "{:?}", started.elapsed());
+    check_invariants(&text, &chunks);
+    assert!(!chunks.is_empty());
+}
+
+/// Deeper than the cap: line windows, every line covered, no stack overflow.
+#[test]
+fn nesting_deeper_than_the_cap_is_chunked_by_lines() {
+    let depth = syntax::MAX_SYNTAX_DEPTH * 4;
+    let text: String = format!("const deep = {}1{};\n", "[".repeat(depth), "]".repeat(depth))
+        .as_bytes()
+        .chunks(80)
+        .map(|line| format!("{}\n", String::from_utf8_lossy(line)))
+        .collect();
+    let chunks = chunk_file("deep.js", &text, Language::JavaScript, &ChunkConfig::default());
+    check_invariants(&text, &chunks);
+    assert!(chunks.iter().all(|c| c.kind == ChunkKind::Text || c.kind == ChunkKind::Code), "{chunks:?}");
+}
