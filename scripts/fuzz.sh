@@ -63,7 +63,7 @@ for source in fuzz/fuzz_targets/*.rs; do
   cp -r "fuzz/corpus/$target/." "$corpus/" 2>/dev/null || true
   log="$work/$target.log"
   set +e
-  "$bin_dir/$target" "$corpus" -max_total_time="$seconds" -max_len="$(max_len "$target")" -timeout=10 \
+  "$bin_dir/$target" "$corpus" -max_total_time="$seconds" -max_len="$(max_len "$target")" -timeout=30 \
     -print_final_stats=1 -artifact_prefix="$artifacts/" >"$log" 2>&1
   rc=$?
   set -e
