@@ -498,3 +498,24 @@ fn token_estimate_is_in_a_sane_range() {
     assert_eq!(estimate_tokens("a(b);"), 5);
     assert!(estimate_tokens("averyveryverylongidentifiername") > 3);
 }
+
+#[test]
+fn outline_lists_members_of_small_containers() {
+    let text = "class Store:\n    \"\"\"Tokens.\"\"\"\n\n    def issue(self):\n        return 1\n\n\ndef validate(token):\n    return True\n";
+    let names: Vec<(String, ChunkKind, u32, u32)> = outline(text, Language::Python, &ChunkConfig::default())
+        .into_iter()
+        .map(|d| (d.symbol, d.kind, d.start_line, d.end_line))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("Store".to_string(), ChunkKind::Class, 1, 5),
+            ("Store.issue".to_string(), ChunkKind::Method, 4, 5),
+            ("validate".to_string(), ChunkKind::Function, 8, 9),
+        ]
+    );
+    let rust = "impl Shard {\n    fn open() {}\n}\n";
+    let symbols: Vec<String> =
+        outline(rust, Language::Rust, &ChunkConfig::default()).into_iter().map(|d| d.symbol).collect();
+    assert_eq!(symbols, ["Shard", "Shard::open"]);
+}
