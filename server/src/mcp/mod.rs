@@ -59,24 +59,24 @@ pub fn run(options: Options) -> i32 {
         }
     };
     let roots = if options.roots.is_empty() { vec![PathBuf::from(".")] } else { options.roots.clone() };
+    // Said before the model loads: a wrong root is the likelier mistake in a host's config.
+    if let Some(root) = roots.iter().find(|r| !r.is_dir()) {
+        tracing::error!("{}: not a directory", root.display());
+        return 2;
+    }
     let embedder = match Assets::locate(options.model.as_deref(), options.ort_dylib.as_deref())
         .map_err(anyhow::Error::from)
         .and_then(|assets| Ok(OnnxEmbedder::load(assets, EmbedOptions::default())?))
     {
         Ok(embedder) => embedder,
         Err(err) => {
-            tracing::error!("cannot load the embedding model: {err:#} (run scripts/bootstrap.sh)");
+            tracing::error!("cannot load the embedding model: {err:#}");
             return 2;
         }
     };
     let workspace = Workspace::new(Arc::new(embedder), Settings::default(), Arc::new(LogEvents));
     workspace.set_door(crate::audit::Door::Mcp);
     for root in &roots {
-        if !root.is_dir() {
-            tracing::error!("{}: not a directory", root.display());
-            workspace.shutdown();
-            return 2;
-        }
         // The agent's host named these roots: index them unless the project said "never".
         let index = crate::index::IndexLocation::new(root, None)
             .map(|location| ProjectConfig::load(&location).enabled != Some(false))
@@ -656,5 +656,67 @@ impl ServerHandler for RaggrepMcp {
                  about a question, find_similar for code like a given range or snippet. Locations are path:start-end with \
                  1-based lines, relative to the workspace root.",
             )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::Mutex;
+    use std::sync::mpsc::{Sender, channel};
+    use std::time::Duration;
+
+    use super::*;
+    use crate::embed::FakeEmbedder;
+
+    struct Finished(Mutex<Sender<Result<(), String>>>);
+
+    impl Events for Finished {
+        fn progress(&self, _: &Path, _: &Progress) {}
+        fn updated(&self, _: &Path, _: &UpdateStats) {
+            let _ = self.0.lock().unwrap().send(Ok(()));
+        }
+        fn failed(&self, _: &Path, message: &str) {
+            let _ = self.0.lock().unwrap().send(Err(message.to_string()));
+        }
+        fn memory(&self, _: MemoryLevel, _: u64, _: u64) {}
+    }
+
+    #[test]
+    fn hits_say_when_their_file_changed_and_respect_the_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.py");
+        std::fs::write(&file, "def alpha():\n    return 1\n\n\ndef beta():\n    return 2\n").unwrap();
+        let (tx, rx) = channel();
+        let ws =
+            Workspace::new(Arc::new(FakeEmbedder::new(64)), Settings::default(), Arc::new(Finished(Mutex::new(tx))));
+        ws.add_root(dir.path(), true).unwrap();
+        rx.recv_timeout(Duration::from_secs(60)).unwrap().unwrap();
+
+        let hits = ws.search(&Query { k: 5, mode: Mode::Lexical, ..Query::new("beta") }).unwrap();
+        let beta = hits.iter().find(|h| h.hit.symbol.as_deref() == Some("beta")).unwrap();
+        assert!(!is_stale(&ws, beta));
+        std::fs::write(&file, "def alpha():\n    return 1\n\n\ndef beta():\n    return 3\n").unwrap();
+        assert!(is_stale(&ws, beta), "an edited chunk is stale");
+        std::fs::remove_file(&file).unwrap();
+        assert!(is_stale(&ws, beta), "a deleted file is stale");
+
+        let (all, omitted, tokens) = hits_json(&ws, &hits, usize::MAX, 0);
+        assert_eq!((all.len(), omitted), (hits.len(), 0));
+        assert!(tokens > 0);
+        let (none, omitted, _) = hits_json(&ws, &hits, tokens - 1, 0);
+        assert_eq!(none.len() + omitted, hits.len());
+        assert!(omitted > 0);
+        ws.shutdown();
+    }
+
+    #[test]
+    fn k_and_budget_are_checked() {
+        assert!(check_k(Some(0)).is_err());
+        assert_eq!(check_k(Some(5_000)).unwrap(), (MAX_K as usize, Some(5_000)));
+        assert_eq!(check_k(None).unwrap(), (DEFAULT_K as usize, None));
+        assert!(check_budget(Some(0)).is_err());
+        assert_eq!(check_budget(Some(u64::MAX)).unwrap(), MAX_MAX_TOKENS as usize);
     }
 }
