@@ -111,7 +111,10 @@ enum Command {
     Lsp,
     /// Run the MCP server (for coding agents) on stdin/stdout over ROOTs (default: the current
     /// directory), keeping their index fresh as files change on disk.
-    Mcp { roots: Vec<PathBuf> },
+    Mcp {
+        /// Workspace roots to index and search (default: the current directory).
+        roots: Vec<PathBuf>,
+    },
     /// Print the chunks of one file (debugging the chunker).
     Chunk {
         file: PathBuf,
