@@ -15,11 +15,13 @@ use crate::workspace::Workspace;
 /// (truncate, write, rename), and an agent often writes several files in a row.
 pub const DEBOUNCE: Duration = Duration::from_millis(200);
 
-/// Directories whose changes never matter to the index: our own (the indexer writes there, so
-/// watching it would loop) and version-control internals.
+/// Changes that never matter to the index: under directories the walk never enters — our own
+/// `.raggrep` (the indexer writes there, so reacting would loop), version control, dependency and
+/// build output (a build would otherwise queue an update every few hundred milliseconds).
 fn ignored(path: &Path) -> bool {
-    path.components().any(|c| match c {
-        Component::Normal(name) => name == crate::index::INDEX_DIR_NAME || name == ".git" || name == ".hg",
+    let Some(parent) = path.parent() else { return false };
+    parent.components().any(|c| match c {
+        Component::Normal(name) => name.to_str().is_some_and(crate::walk::is_excluded_dir_name),
         _ => false,
     })
 }
@@ -80,6 +82,9 @@ mod tests {
     fn index_and_vcs_directories_are_ignored() {
         assert!(ignored(Path::new("/w/.raggrep/manifest-3.rkyv")));
         assert!(ignored(Path::new("/w/.git/index")));
+        assert!(ignored(Path::new("/w/target/debug/deps/x.rlib")));
+        assert!(ignored(Path::new("/w/web/node_modules/a/index.js")));
         assert!(!ignored(Path::new("/w/src/git.rs")));
+        assert!(!ignored(Path::new("/w/src/target.rs")));
     }
 }
