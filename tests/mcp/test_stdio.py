@@ -71,6 +71,11 @@ async def main(binary, fixture):
     try:
         async with Client(params, read_timeout_seconds=60) as client:
             await run_checks(client, root)
+        # Hosts that still speak the initialize handshake (pre-2026 protocol versions).
+        async with Client(params, read_timeout_seconds=60, mode="legacy") as client:
+            result = await call(client, "find_symbol", {"name": "validate_token"})
+            check(f"legacy handshake ({client.protocol_version}): tools answer",
+                  not result.is_error and client.server_info.name == "raggrep", text_of(result)[:200])
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
