@@ -169,11 +169,19 @@ impl Events for LogEvents {
     }
 }
 
+/// An optional argument's schema: its plain type (no `null` union, which some hosts reject) and
+/// no `"default": null` (the description says what leaving it out means).
+fn optional_argument(schema: &mut schemars::Schema) {
+    schema.remove("default");
+}
+
 /// Ranking of `search`.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, serde::Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[schemars(inline)]
 pub enum SearchMode {
     /// Meaning and keywords fused (best for most queries).
+    #[default]
     Hybrid,
     /// Meaning only (embeddings): descriptions in words.
     Dense,
@@ -186,30 +194,51 @@ pub struct SearchArgs {
     /// What to look for: a description in words ("check whether an API token is still valid") or identifiers ("validate_token").
     pub query: String,
     /// How many results at most (1-100, default 10; larger values are capped at 100).
+    #[serde(default)]
+    #[schemars(with = "u64", transform = optional_argument)]
     pub k: Option<u64>,
     /// Ranking: "hybrid" (default: meaning + keywords), "dense" (meaning only) or "lexical" (keywords only).
-    pub mode: Option<SearchMode>,
+    #[serde(default)]
+    pub mode: SearchMode,
     /// Only files whose path relative to a workspace root matches this glob, e.g. "src/**/*.py".
+    #[serde(default)]
+    #[schemars(with = "String", transform = optional_argument)]
     pub path: Option<String>,
     /// Only this language: rust, python, javascript, typescript, tsx, go, java, c, cpp, markdown or text.
+    #[serde(default)]
+    #[schemars(with = "String", transform = optional_argument)]
     pub lang: Option<String>,
     /// Budget for the whole response in estimated tokens (default 2000, at most 50000): hits past it are left out and counted in "omitted".
+    #[serde(default)]
+    #[schemars(with = "u64", transform = optional_argument)]
     pub max_tokens: Option<u64>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct FindSimilarArgs {
     /// File holding the code to compare with, relative to a workspace root (or absolute inside one). Give start_line and end_line with it; leave it out when giving code.
+    #[serde(default)]
+    #[schemars(with = "String", transform = optional_argument)]
     pub path: Option<String>,
     /// First line of the code in path (1-based).
+    #[serde(default)]
+    #[schemars(with = "u32", transform = optional_argument)]
     pub start_line: Option<u32>,
     /// Last line of the code in path (1-based, inclusive).
+    #[serde(default)]
+    #[schemars(with = "u32", transform = optional_argument)]
     pub end_line: Option<u32>,
     /// A code snippet to find similar code for, instead of path and lines.
+    #[serde(default)]
+    #[schemars(with = "String", transform = optional_argument)]
     pub code: Option<String>,
     /// How many results at most (1-100, default 10; larger values are capped at 100).
+    #[serde(default)]
+    #[schemars(with = "u64", transform = optional_argument)]
     pub k: Option<u64>,
     /// Budget for the whole response in estimated tokens (default 2000, at most 50000).
+    #[serde(default)]
+    #[schemars(with = "u64", transform = optional_argument)]
     pub max_tokens: Option<u64>,
 }
 
@@ -218,6 +247,8 @@ pub struct ContextArgs {
     /// The question the code should answer, in words.
     pub question: String,
     /// Budget for the returned code in estimated tokens (default 2000, at most 50000).
+    #[serde(default)]
+    #[schemars(with = "u64", transform = optional_argument)]
     pub max_tokens: Option<u64>,
 }
 
@@ -407,7 +438,7 @@ impl RaggrepMcp {
             })?),
         };
         let path_glob = args.path.as_deref().map(|g| confine::check_glob(&self.roots(), g)).transpose()?;
-        let mode = match args.mode.unwrap_or(SearchMode::Hybrid) {
+        let mode = match args.mode {
             SearchMode::Hybrid => Mode::Hybrid,
             SearchMode::Dense => Mode::Dense,
             SearchMode::Lexical => Mode::Lexical,
