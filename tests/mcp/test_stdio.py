@@ -6,6 +6,7 @@ checks that a file written on disk during the session is found without a reindex
 Ends with "N passed, M failed"; exits non-zero on any failure.
 """
 
+import json
 import os
 import shutil
 import statistics
@@ -139,6 +140,8 @@ async def run_checks(client, root):
     lexical = await call(client, "search", {"query": "validate_token", "mode": "lexical", "k": 1})
     check("search: lexical mode", locations(lexical)[:1] and locations(lexical)[0].startswith("src/auth.py:"),
           repr(locations(lexical)))
+    nulls = await call(client, "search", {"query": "token", "k": None, "mode": None, "path": None, "lang": None})
+    check("search: null for left-out arguments", not nulls.is_error and locations(nulls), text_of(nulls)[:200])
     huge = await call(client, "search", {"query": "token", "k": 1_000_000})
     check("search: huge k is capped, not an error",
           not huge.is_error and "k_capped" in (huge.structured_content or {}), text_of(huge)[:200])
@@ -180,6 +183,13 @@ async def run_checks(client, root):
           text_of(similar)[:300])
     snippet = await call(client, "find_similar", {"code": "def is_valid(tok):\n    return tok in TOKENS and not expired(tok)\n"})
     check("find_similar: snippet", not snippet.is_error and locations(snippet), text_of(snippet)[:300])
+
+    # The audit log names the front door (counts only, never the query text).
+    with open(os.path.join(root, ".raggrep", "audit.jsonl")) as f:
+        audit = [json.loads(line) for line in f if line.strip()]
+    searches = [e for e in audit if e.get("op") == "search" and e.get("door") == "mcp"]
+    check("audit log: searches recorded with door mcp, without the query text",
+          searches and not any("API token" in json.dumps(e) for e in audit), repr(audit[-2:])[:300])
 
     # reindex
     reindex = await call(client, "reindex", {})

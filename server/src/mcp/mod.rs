@@ -175,6 +175,11 @@ fn optional_argument(schema: &mut schemars::Schema) {
     schema.remove("default");
 }
 
+/// Some clients send `null` for an argument they leave out.
+fn null_as_default<'de, D: serde::Deserializer<'de>, T: Deserialize<'de> + Default>(d: D) -> Result<T, D::Error> {
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
 /// Ranking of `search`.
 #[derive(Debug, Clone, Copy, Default, Deserialize, serde::Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -198,7 +203,7 @@ pub struct SearchArgs {
     #[schemars(with = "u64", transform = optional_argument)]
     pub k: Option<u64>,
     /// Ranking: "hybrid" (default: meaning + keywords), "dense" (meaning only) or "lexical" (keywords only).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub mode: SearchMode,
     /// Only files whose path relative to a workspace root matches this glob, e.g. "src/**/*.py".
     #[serde(default)]
