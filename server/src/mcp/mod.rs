@@ -559,7 +559,16 @@ impl RaggrepMcp {
     async fn outline(&self, Parameters(args): Parameters<OutlineArgs>) -> Result<CallToolResult, ErrorData> {
         let result = async {
             let file = confine::resolve_file(&self.roots(), &args.path)?;
-            self.blocking(move |_| {
+            self.blocking(move |ws| {
+                // The index's size limit holds here too: nothing is sized from input.
+                let limit = ws.settings().max_file_size;
+                let size = std::fs::metadata(&file.absolute).map(|m| m.len()).unwrap_or(0);
+                if size > limit {
+                    return Err(format!(
+                        "{} is too large to outline ({size} bytes; the limit is {limit})",
+                        file.relative
+                    ));
+                }
                 let text = std::fs::read_to_string(&file.absolute)
                     .map_err(|e| format!("cannot read {}: {e}", file.relative))?;
                 let language = Language::from_path(&file.absolute);
