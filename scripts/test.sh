@@ -49,6 +49,7 @@ client "Helix client in the real Helix 25.01 (tmux)" editors/helix/test/run.sh
 # VS Code: unit tests, the .vsix, then code-server 1.100 in headless Chromium (first run
 # installs Chromium and code-server, ~1-2 min; VSCODE_E2E=0 skips the browser part).
 client "VS Code extension (unit + code-server/Chromium end to end)" editors/vscode/test/run.sh
+client "MCP server (official Python SDK)" tests/mcp/run.sh
 
 step "retrieval benchmark, quick mode (numbers produced and sane)"
 bash benches/retrieval/build.sh --quick

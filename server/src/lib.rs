@@ -6,7 +6,7 @@
 //! walk ──▶ chunk ──▶ embed ──▶ index ──▶ search
 //! ```
 //!
-//! Front doors (`cli`, and later `lsp`, `mcp`) sit on top of the engine API and never reach
+//! Front doors (`cli`, `lsp`, `mcp`) sit on top of the engine API and never reach
 //! into each other. See `ARCHITECTURE.md` for the map and its invariants.
 
 pub mod audit;
@@ -16,6 +16,7 @@ pub mod embed;
 pub mod index;
 pub mod lang;
 pub mod lsp;
+pub mod mcp;
 pub mod search;
 pub mod walk;
 pub mod workspace;

@@ -57,6 +57,12 @@ const DEFAULT_EXCLUDES: &[&str] = &[
     "*.wasm",
 ];
 
+/// Whether the walk never enters a directory of this name (a built-in exclude such as
+/// `target` or `node_modules`): changes under it never matter to the index.
+pub fn is_excluded_dir_name(name: &str) -> bool {
+    DEFAULT_EXCLUDES.iter().any(|e| e.strip_suffix('/') == Some(name))
+}
+
 /// What to walk and how.
 #[derive(Debug, Clone)]
 pub struct WalkOptions {

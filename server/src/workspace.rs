@@ -583,11 +583,13 @@ impl Workspace {
             .join("\n")
     }
 
-    fn snapshot(&self, root: &Path) -> Option<Arc<Snapshot>> {
+    /// The latest published snapshot of a root (front doors reading chunks directly).
+    pub fn snapshot(&self, root: &Path) -> Option<Arc<Snapshot>> {
         self.root(root)?.snapshot.read().ok()?.clone()
     }
 
-    fn snapshots(&self) -> Vec<(PathBuf, Arc<Snapshot>)> {
+    /// The latest published snapshot of every root that has one, in root order.
+    pub fn snapshots(&self) -> Vec<(PathBuf, Arc<Snapshot>)> {
         let Ok(roots) = self.roots.read() else { return Vec::new() };
         roots.iter().filter_map(|r| Some((r.location.root.clone(), r.snapshot.read().ok()?.clone()?))).collect()
     }

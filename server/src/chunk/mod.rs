@@ -237,6 +237,60 @@ pub fn embedding_text(chunk: &Chunk, file_text: &str, header: EmbedHeader) -> St
     }
 }
 
+/// A named definition of a file, from its syntax tree: what an outline lists.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Definition {
+    pub kind: ChunkKind,
+    /// `container::name` (or `container.name`, by language), or just the name.
+    pub symbol: String,
+    /// First line, 1-based.
+    pub start_line: u32,
+    /// Last line, 1-based, inclusive.
+    pub end_line: u32,
+}
+
+/// The named definitions of a file in source order, nested members included whatever their
+/// size. Markdown gives its sections; other files without a grammar, or files too slow or too
+/// deep to parse, give none.
+pub fn outline(text: &str, language: Language, config: &ChunkConfig) -> Vec<Definition> {
+    if language == Language::Markdown {
+        let mut sections: Vec<Definition> = Vec::new();
+        for chunk in chunk_file("", text, language, config) {
+            let Some(symbol) = chunk.symbol_path() else { continue };
+            // A long section is split into pieces: list it once, whole.
+            if let Some(last) = sections.last_mut()
+                && last.symbol == symbol
+                && chunk.start_line <= last.end_line + 1
+            {
+                last.end_line = last.end_line.max(chunk.end_line);
+                continue;
+            }
+            sections.push(Definition {
+                kind: chunk.kind,
+                symbol,
+                start_line: chunk.start_line,
+                end_line: chunk.end_line,
+            });
+        }
+        return sections;
+    }
+    let Some(grammar) = language.grammar() else { return Vec::new() };
+    let lines = LineIndex::new(text);
+    syntax::definitions(text, language, grammar)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(kind, name, container, range)| Definition {
+            kind,
+            symbol: match container {
+                Some(container) => format!("{container}{}{name}", path_separator(language)),
+                None => name,
+            },
+            start_line: lines.line_of(range.start),
+            end_line: lines.line_of(range.end.saturating_sub(1).max(range.start)),
+        })
+        .collect()
+}
+
 /// Splits one file into chunks.
 ///
 /// Pure: the same input gives the same chunks. `path` is only carried into the chunks.

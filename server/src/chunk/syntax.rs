@@ -21,6 +21,66 @@ pub(crate) fn split(
     grammar: tree_sitter::Language,
     config: &ChunkConfig,
 ) -> Option<Vec<Piece>> {
+    let tree = parse(text, language, grammar)?;
+    let mut splitter = Splitter { text, language, config, lines: LineIndex::new(text), raw: Vec::new() };
+    splitter.visit_children(tree.root_node(), &Scope::default());
+    Some(splitter.finish())
+}
+
+/// A definition found by [`definitions`]: kind, name, container path, byte range.
+pub(crate) type RawDefinition = (ChunkKind, String, Option<String>, Range<usize>);
+
+/// Every named definition of a file in source order, members of containers included whatever
+/// their size (the chunker keeps a small class whole, an outline still lists its methods):
+/// (kind, name, container path, byte range). `None` when the file cannot be parsed within the
+/// chunker's limits.
+pub(crate) fn definitions(
+    text: &str,
+    language: Language,
+    grammar: tree_sitter::Language,
+) -> Option<Vec<RawDefinition>> {
+    let tree = parse(text, language, grammar)?;
+    let mut out = Vec::new();
+    collect_definitions(tree.root_node(), language, text, &Scope::default(), &mut out);
+    Some(out)
+}
+
+/// Walks definitions the way [`Splitter::definition`] names them (same kinds, same container
+/// paths), entering every container. Depth is bounded by [`parse`]'s check.
+fn collect_definitions(node: Node<'_>, language: Language, text: &str, scope: &Scope, out: &mut Vec<RawDefinition>) {
+    let mut cursor = node.walk();
+    let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
+    for child in children {
+        match classify(language, child, text) {
+            Role::Definition(def) => {
+                let kind = match def.kind {
+                    ChunkKind::Function if scope.in_type || def.container.is_some() => ChunkKind::Method,
+                    kind => kind,
+                };
+                let container = def.container.clone().or_else(|| scope.container.clone());
+                if let Some(name) = &def.name {
+                    out.push((kind, name.clone(), container.clone(), child.start_byte()..child.end_byte()));
+                }
+                if let Some(body) = def.body {
+                    let inner = Scope {
+                        container: match (&container, &def.name) {
+                            (Some(outer), Some(name)) => Some(format!("{outer}{}{name}", path_separator(language))),
+                            (None, Some(name)) => Some(name.clone()),
+                            (outer, None) => outer.clone(),
+                        },
+                        in_type: !matches!(kind, ChunkKind::Module),
+                    };
+                    collect_definitions(body, language, text, &inner, out);
+                }
+            }
+            Role::Transparent => collect_definitions(child, language, text, scope, out),
+            Role::Leading | Role::Other => {}
+        }
+    }
+}
+
+/// Parses `text`, or `None` when parsing is too slow or the tree too deep to walk recursively.
+fn parse(text: &str, language: Language, grammar: tree_sitter::Language) -> Option<tree_sitter::Tree> {
     let mut parser = Parser::new();
     parser.set_language(&grammar).ok()?;
     let started = Instant::now();
@@ -39,9 +99,7 @@ pub(crate) fn split(
         tracing::info!(?language, depth, "syntax tree nested deeper than {MAX_SYNTAX_DEPTH}; chunked by lines instead");
         return None;
     }
-    let mut splitter = Splitter { text, language, config, lines: LineIndex::new(text), raw: Vec::new() };
-    splitter.visit_children(tree.root_node(), &Scope::default());
-    Some(splitter.finish())
+    Some(tree)
 }
 
 /// Deeper syntax trees are chunked by lines. Real code stays far below (tantivy's deepest file:

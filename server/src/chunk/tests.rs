@@ -526,3 +526,24 @@ fn nesting_deeper_than_the_cap_is_chunked_by_lines() {
     check_invariants(&text, &chunks);
     assert!(chunks.iter().all(|c| c.kind == ChunkKind::Text || c.kind == ChunkKind::Code), "{chunks:?}");
 }
+
+#[test]
+fn outline_lists_members_of_small_containers() {
+    let text = "class Store:\n    \"\"\"Tokens.\"\"\"\n\n    def issue(self):\n        return 1\n\n\ndef validate(token):\n    return True\n";
+    let names: Vec<(String, ChunkKind, u32, u32)> = outline(text, Language::Python, &ChunkConfig::default())
+        .into_iter()
+        .map(|d| (d.symbol, d.kind, d.start_line, d.end_line))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("Store".to_string(), ChunkKind::Class, 1, 5),
+            ("Store.issue".to_string(), ChunkKind::Method, 4, 5),
+            ("validate".to_string(), ChunkKind::Function, 8, 9),
+        ]
+    );
+    let rust = "impl Shard {\n    fn open() {}\n}\n";
+    let symbols: Vec<String> =
+        outline(rust, Language::Rust, &ChunkConfig::default()).into_iter().map(|d| d.symbol).collect();
+    assert_eq!(symbols, ["Shard", "Shard::open"]);
+}

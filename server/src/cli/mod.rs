@@ -109,6 +109,12 @@ enum Command {
     },
     /// Run the language server on stdin/stdout.
     Lsp,
+    /// Run the MCP server (for coding agents) on stdin/stdout over ROOTs (default: the current
+    /// directory), keeping their index fresh as files change on disk.
+    Mcp {
+        /// Workspace roots to index and search (default: the current directory).
+        roots: Vec<PathBuf>,
+    },
     /// Print the chunks of one file (debugging the chunker).
     Chunk {
         file: PathBuf,
@@ -173,6 +179,11 @@ pub fn run() -> i32 {
         // The language server installs its own logging (file, client, stderr) and has its own
         // exit codes (1: `exit` without `shutdown`, as the specification says).
         return crate::lsp::run();
+    }
+    if let Command::Mcp { roots } = cli.command {
+        // stdout is the protocol channel: logs go to stderr, as everywhere else.
+        init_logging(&cli.log);
+        return crate::mcp::run(crate::mcp::Options { roots, model: cli.model, ort_dylib: cli.ort_dylib });
     }
     init_logging(&cli.log);
     match dispatch(cli) {
@@ -269,7 +280,7 @@ fn dispatch(cli: Cli) -> Result<()> {
             let location = IndexLocation::new(&location.root, location.index_dir.as_deref())?;
             cmd_inspect(&location, chunks, skipped, json)
         }
-        Command::Lsp => unreachable!("handled in run()"),
+        Command::Lsp | Command::Mcp { .. } => unreachable!("handled in run()"),
         Command::Chunk { file, json } => cmd_chunk(&file, json),
         Command::Embed { text, document } => {
             let embedder = load_embedder(model, ort)?;

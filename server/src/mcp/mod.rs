@@ -1,0 +1,767 @@
+//! The MCP server (`raggrep mcp`): a front door for coding agents over
+//! [`crate::workspace::Workspace`], speaking the Model Context Protocol on stdio (rmcp).
+//!
+//! Only this module knows MCP types. Like the language server it runs engine work off the async
+//! executor (`spawn_blocking`, so a panic becomes a tool error, not a dead server) and indexes
+//! on the workspace's own thread; unlike an editor, an agent sends no didSave, so the roots are
+//! watched (`watch.rs`). Every path an agent sends is confined to the roots (`confine.rs`).
+//! Every failure is a tool result with `isError` and one line saying why: a model can read it
+//! and retry, where a protocol error often ends its turn.
+
+mod confine;
+mod watch;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::{ErrorData, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::chunk::{ChunkConfig, ChunkKind, estimate_tokens, outline};
+use crate::embed::{Assets, EmbedOptions, OnnxEmbedder};
+use crate::index::{Progress, UpdateStats};
+use crate::lang::Language;
+use crate::search::{Mode, Query};
+use crate::workspace::{Events, MemoryLevel, ProjectConfig, RootHit, Settings, Workspace};
+
+/// Results per call when `k` is not given.
+const DEFAULT_K: u64 = 10;
+/// Most results per call: more than a model can use, and `k` comes from the model.
+const MAX_K: u64 = 100;
+/// Default response budget in estimated tokens (peers' users hit 25k-token answers).
+const DEFAULT_MAX_TOKENS: u64 = 2_000;
+/// Largest response budget a call may ask for.
+const MAX_MAX_TOKENS: u64 = 50_000;
+/// Most definitions `find_symbol` lists.
+const MAX_SYMBOLS: usize = 50;
+
+/// What `raggrep mcp` needs from the command line.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Workspace roots (the current directory when empty).
+    pub roots: Vec<PathBuf>,
+    pub model: Option<String>,
+    pub ort_dylib: Option<PathBuf>,
+}
+
+/// Runs the MCP server on stdin/stdout until the client closes stdin. Returns the exit code.
+pub fn run(options: Options) -> i32 {
+    let protocol_out = match protect_stdout() {
+        Ok(out) => out,
+        Err(err) => {
+            tracing::error!("cannot set up stdout: {err}");
+            return 2;
+        }
+    };
+    let roots = if options.roots.is_empty() { vec![PathBuf::from(".")] } else { options.roots.clone() };
+    // Said before the model loads: a wrong root is the likelier mistake in a host's config.
+    if let Some(root) = roots.iter().find(|r| !r.is_dir()) {
+        tracing::error!("{}: not a directory", root.display());
+        return 2;
+    }
+    let embedder = match Assets::locate(options.model.as_deref(), options.ort_dylib.as_deref())
+        .map_err(anyhow::Error::from)
+        .and_then(|assets| Ok(OnnxEmbedder::load(assets, EmbedOptions::default())?))
+    {
+        Ok(embedder) => embedder,
+        Err(err) => {
+            tracing::error!("cannot load the embedding model: {err:#}");
+            return 2;
+        }
+    };
+    let workspace = Workspace::new(Arc::new(embedder), Settings::default(), Arc::new(LogEvents));
+    workspace.set_door(crate::audit::Door::Mcp);
+    for root in &roots {
+        // The agent's host named these roots: index them unless the project said "never".
+        let index = crate::index::IndexLocation::new(root, None)
+            .map(|location| ProjectConfig::load(&location).enabled != Some(false))
+            .unwrap_or(true);
+        if let Err(err) = workspace.add_root(root, index) {
+            tracing::error!("cannot open {}: {err}", root.display());
+            workspace.shutdown();
+            return 2;
+        }
+        if !index {
+            tracing::warn!("{}: indexing is turned off in .raggrep/config.toml", root.display());
+        }
+    }
+    let watcher = match watch::start(&workspace, &workspace.roots()) {
+        Ok(watcher) => Some(watcher),
+        Err(err) => {
+            tracing::warn!("cannot watch the roots ({err}): files changed on disk are picked up only by reindex");
+            None
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(rt) => rt,
+        Err(err) => {
+            tracing::error!("cannot start the async runtime: {err}");
+            return 2;
+        }
+    };
+    let server = RaggrepMcp::new(Arc::clone(&workspace));
+    let served = runtime.block_on(async move {
+        let service = server.serve((tokio::io::stdin(), protocol_out)).await?;
+        service.waiting().await?;
+        anyhow::Ok(())
+    });
+    drop(watcher);
+    workspace.shutdown();
+    // Reading stdin occupies a blocking thread that never returns on its own.
+    runtime.shutdown_background();
+    match served {
+        Ok(()) => 0,
+        Err(err) => {
+            tracing::error!("MCP session ended with an error: {err:#}");
+            1
+        }
+    }
+}
+
+/// Keeps the protocol channel clean: the real stdout becomes a private handle for JSON-RPC, and
+/// file descriptor 1 is pointed at stderr, so a stray print from any library (hnsw_rs has some)
+/// cannot corrupt the stream.
+fn protect_stdout() -> std::io::Result<tokio::fs::File> {
+    use std::os::fd::FromRawFd;
+    #[allow(unsafe_code)]
+    // SAFETY: plain descriptor duplication at start-up, before any other thread writes to them;
+    // the duplicate is owned by the returned File alone.
+    unsafe {
+        let fd = libc::dup(1);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if libc::dup2(2, 1) < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(tokio::fs::File::from_std(std::fs::File::from_raw_fd(fd)))
+    }
+}
+
+/// Indexing events go to the log (stderr): MCP has no progress channel without a request.
+struct LogEvents;
+
+impl Events for LogEvents {
+    fn progress(&self, root: &Path, progress: &Progress) {
+        tracing::debug!(root = %root.display(), "{progress:?}");
+    }
+    fn updated(&self, root: &Path, stats: &UpdateStats) {
+        tracing::info!(
+            root = %root.display(),
+            "indexed: {} files, {} chunks ({} embedded, {} reused) in {:.1}s",
+            stats.files,
+            stats.chunks,
+            stats.embedded,
+            stats.reused,
+            stats.seconds
+        );
+    }
+    fn failed(&self, root: &Path, message: &str) {
+        tracing::warn!(root = %root.display(), "indexing failed: {message}");
+    }
+    fn memory(&self, level: MemoryLevel, used_mb: u64, budget_mb: u64) {
+        tracing::warn!("memory {level:?}: {used_mb} of {budget_mb} MB");
+    }
+}
+
+/// An optional argument's schema: its plain type (no `null` union, which some hosts reject) and
+/// no `"default": null` (the description says what leaving it out means).
+fn optional_argument(schema: &mut schemars::Schema) {
+    schema.remove("default");
+}
+
+/// Some clients send `null` for an argument they leave out.
+fn null_as_default<'de, D: serde::Deserializer<'de>, T: Deserialize<'de> + Default>(d: D) -> Result<T, D::Error> {
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+/// Ranking of `search`.
+#[derive(Debug, Clone, Copy, Default, Deserialize, serde::Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[schemars(inline)]
+pub enum SearchMode {
+    /// Meaning and keywords fused (best for most queries).
+    #[default]
+    Hybrid,
+    /// Meaning only (embeddings): descriptions in words.
+    Dense,
+    /// Keywords only (BM25 over code-aware tokens): exact identifiers.
+    Lexical,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SearchArgs {
+    /// What to look for: a description in words ("check whether an API token is still valid") or identifiers ("validate_token").
+    pub query: String,
+    /// How many results at most (1-100, default 10; larger values are capped at 100).
+    #[serde(default)]
+    #[schemars(with = "u64", transform = optional_argument)]
+    pub k: Option<u64>,
+    /// Ranking: "hybrid" (default: meaning + keywords), "dense" (meaning only) or "lexical" (keywords only).
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub mode: SearchMode,
+    /// Only files whose path relative to a workspace root matches this glob, e.g. "src/**/*.py".
+    #[serde(default)]
+    #[schemars(with = "String", transform = optional_argument)]
+    pub path: Option<String>,
+    /// Only this language: rust, python, javascript, typescript, tsx, go, java, c, cpp, markdown or text.
+    #[serde(default)]
+    #[schemars(with = "String", transform = optional_argument)]
+    pub lang: Option<String>,
+    /// Budget for the whole response in estimated tokens (default 2000, at most 50000): hits past it are left out and counted in "omitted".
+    #[serde(default)]
+    #[schemars(with = "u64", transform = optional_argument)]
+    pub max_tokens: Option<u64>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct FindSimilarArgs {
+    /// File holding the code to compare with, relative to a workspace root (or absolute inside one). Give start_line and end_line with it; leave it out when giving code.
+    #[serde(default)]
+    #[schemars(with = "String", transform = optional_argument)]
+    pub path: Option<String>,
+    /// First line of the code in path (1-based).
+    #[serde(default)]
+    #[schemars(with = "u32", transform = optional_argument)]
+    pub start_line: Option<u32>,
+    /// Last line of the code in path (1-based, inclusive).
+    #[serde(default)]
+    #[schemars(with = "u32", transform = optional_argument)]
+    pub end_line: Option<u32>,
+    /// A code snippet to find similar code for, instead of path and lines.
+    #[serde(default)]
+    #[schemars(with = "String", transform = optional_argument)]
+    pub code: Option<String>,
+    /// How many results at most (1-100, default 10; larger values are capped at 100).
+    #[serde(default)]
+    #[schemars(with = "u64", transform = optional_argument)]
+    pub k: Option<u64>,
+    /// Budget for the whole response in estimated tokens (default 2000, at most 50000).
+    #[serde(default)]
+    #[schemars(with = "u64", transform = optional_argument)]
+    pub max_tokens: Option<u64>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ContextArgs {
+    /// The question the code should answer, in words.
+    pub question: String,
+    /// Budget for the returned code in estimated tokens (default 2000, at most 50000).
+    #[serde(default)]
+    #[schemars(with = "u64", transform = optional_argument)]
+    pub max_tokens: Option<u64>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct OutlineArgs {
+    /// File to outline, relative to a workspace root (or absolute inside one).
+    pub path: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct FindSymbolArgs {
+    /// Name of a function, method, class, struct, … ("validate_token"), or its qualified name ("TokenStore.issue", "Shard::open"). Exact, case-sensitive.
+    pub name: String,
+}
+
+/// The MCP server: tools over one live workspace.
+#[derive(Clone)]
+pub struct RaggrepMcp {
+    workspace: Arc<Workspace>,
+    tool_router: ToolRouter<RaggrepMcp>,
+}
+
+/// A tool failure: an `isError` result with one line of text.
+fn failure(message: impl Into<String>) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message.into())])
+}
+
+fn success(value: Value) -> CallToolResult {
+    CallToolResult::structured(value)
+}
+
+/// `k` from the model: 0 is refused, anything above [`MAX_K`] is capped (and said so).
+fn check_k(k: Option<u64>) -> Result<(usize, Option<u64>), String> {
+    match k {
+        Some(0) => Err("k must be at least 1".into()),
+        Some(k) if k > MAX_K => Ok((MAX_K as usize, Some(k))),
+        Some(k) => Ok((k as usize, None)),
+        None => Ok((DEFAULT_K as usize, None)),
+    }
+}
+
+fn check_budget(max_tokens: Option<u64>) -> Result<usize, String> {
+    match max_tokens {
+        Some(0) => Err("max_tokens must be at least 1".into()),
+        Some(t) => Ok(t.min(MAX_MAX_TOKENS) as usize),
+        None => Ok(DEFAULT_MAX_TOKENS as usize),
+    }
+}
+
+/// Whether the file behind a hit changed since it was indexed: the chunk's bytes on disk no
+/// longer hash to what the index holds (or the file is gone).
+fn is_stale(workspace: &Workspace, hit: &RootHit) -> bool {
+    let Some(snapshot) = workspace.snapshot(&hit.root) else { return false };
+    let chunks = snapshot.chunks_of(&hit.hit.path);
+    // Look the chunk up by position, not index: a newer snapshot may have been swapped in.
+    let Some(chunk) = chunks.iter().find(|c| c.start_line == hit.hit.start_line && c.end_line == hit.hit.end_line)
+    else {
+        return true;
+    };
+    let Ok(bytes) = std::fs::read(crate::walk::resolve(&hit.root, &hit.hit.path)) else { return true };
+    match bytes.get(chunk.start_byte..chunk.end_byte) {
+        Some(body) => crate::content_hash(body) != chunk.hash,
+        None => true,
+    }
+}
+
+/// Hits as the model sees them, added while the response stays within `budget` tokens.
+fn hits_json(workspace: &Workspace, hits: &[RootHit], budget: usize, overhead: usize) -> (Vec<Value>, usize, usize) {
+    let several_roots = workspace.roots().len() > 1;
+    let mut out = Vec::new();
+    let mut tokens = overhead;
+    for hit in hits {
+        let h = &hit.hit;
+        let mut value = json!({
+            "location": format!("{}:{}-{}", h.path, h.start_line, h.end_line),
+            "symbol": h.symbol,
+            "kind": h.kind.name(),
+            "score": (f64::from(h.score) * 1000.0).round() / 1000.0,
+            "stale": is_stale(workspace, hit),
+            "snippet": h.snippet,
+        });
+        if several_roots {
+            value["root"] = json!(hit.root.display().to_string());
+        }
+        let cost = estimate_tokens(&value.to_string());
+        if tokens + cost > budget {
+            break;
+        }
+        tokens += cost;
+        out.push(value);
+    }
+    let omitted = hits.len() - out.len();
+    (out, omitted, tokens)
+}
+
+/// Members (methods of classes, impls, traits …) named `name` (or qualified `wanted`, with `.`
+/// separators) inside the indexed files that hold container chunks, from the files' syntax
+/// trees. Adds up to [`MAX_SYMBOLS`] entries to `found`; returns how many there are.
+fn members_named(ws: &Workspace, name: &str, wanted: &str, several_roots: bool, found: &mut Vec<Value>) -> usize {
+    let mut total = 0;
+    for (root, snapshot) in ws.snapshots() {
+        let mut files: Vec<(&str, Language)> = Vec::new();
+        for index in 0..snapshot.chunk_count() {
+            let Some(chunk) = snapshot.chunk(index) else { continue };
+            let container = matches!(
+                chunk.kind,
+                ChunkKind::Class | ChunkKind::Impl | ChunkKind::Trait | ChunkKind::Interface | ChunkKind::Module
+            );
+            if container && files.last().is_none_or(|(path, _)| *path != chunk.path) {
+                files.push((chunk.path, chunk.language));
+            }
+        }
+        files.dedup();
+        for (path, language) in files {
+            let Ok(text) = std::fs::read_to_string(crate::walk::resolve(&root, path)) else { continue };
+            for definition in outline(&text, language, &ChunkConfig::default()) {
+                let qualified = definition.symbol.replace("::", ".");
+                let short = qualified.rsplit('.').next().unwrap_or_default();
+                if qualified == qualified.rsplit('.').next().unwrap_or_default() {
+                    // Top-level definitions have chunks of their own: the index answered them.
+                    continue;
+                }
+                if short != name && qualified != wanted {
+                    continue;
+                }
+                total += 1;
+                if found.len() < MAX_SYMBOLS {
+                    let mut entry = json!({
+                        "location": format!("{path}:{}-{}", definition.start_line, definition.end_line),
+                        "symbol": definition.symbol,
+                        "kind": definition.kind.name(),
+                    });
+                    if several_roots {
+                        entry["root"] = json!(root.display().to_string());
+                    }
+                    found.push(entry);
+                }
+            }
+        }
+    }
+    total
+}
+
+#[tool_router]
+impl RaggrepMcp {
+    pub fn new(workspace: Arc<Workspace>) -> RaggrepMcp {
+        RaggrepMcp { workspace, tool_router: Self::tool_router() }
+    }
+
+    /// Runs engine work off the executor; a panic becomes a tool error.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Workspace) -> Result<T, String> + Send + 'static,
+    ) -> Result<T, String> {
+        let workspace = Arc::clone(&self.workspace);
+        match tokio::task::spawn_blocking(move || work(workspace.as_ref())).await {
+            Ok(result) => result,
+            Err(join) => {
+                tracing::error!("tool handler panicked: {join}");
+                Err("internal error (the handler panicked; see the server log)".into())
+            }
+        }
+    }
+
+    fn roots(&self) -> Vec<PathBuf> {
+        self.workspace.roots()
+    }
+
+    #[tool(
+        description = "Search the codebase by meaning and keywords. Returns ranked hits: location (path:start-end, 1-based lines), symbol, kind, score, a short snippet, and stale (the file changed since it was indexed). Also partial (indexing still running: results cover what is indexed so far), omitted (hits left out to stay within max_tokens) and degraded (why ranking is worse than usual) when set."
+    )]
+    async fn search(&self, Parameters(args): Parameters<SearchArgs>) -> Result<CallToolResult, ErrorData> {
+        Ok(self.search_inner(args).await.unwrap_or_else(failure))
+    }
+
+    async fn search_inner(&self, args: SearchArgs) -> Result<CallToolResult, String> {
+        let text = args.query.trim().to_string();
+        if text.is_empty() {
+            return Err("query is empty: say what to look for".into());
+        }
+        let (k, capped) = check_k(args.k)?;
+        let budget = check_budget(args.max_tokens)?;
+        let language = match args.lang.as_deref() {
+            None => None,
+            Some(l) => Some(Language::from_name(l).ok_or_else(|| {
+                format!("unknown language {l:?}: use rust, python, javascript, typescript, tsx, go, java, c, cpp, markdown or text")
+            })?),
+        };
+        let path_glob = args.path.as_deref().map(|g| confine::check_glob(&self.roots(), g)).transpose()?;
+        let mode = match args.mode {
+            SearchMode::Hybrid => Mode::Hybrid,
+            SearchMode::Dense => Mode::Dense,
+            SearchMode::Lexical => Mode::Lexical,
+        };
+        let query = Query { k, mode, path_glob, language, ..Query::new(text) };
+        let started = std::time::Instant::now();
+        self.blocking(move |ws| {
+            let hits = ws.search(&query).map_err(|e| e.to_string())?;
+            let mut response = json!({ "partial": ws.is_partial() });
+            if let Some(degraded) = ws.degraded(query.mode) {
+                response["degraded"] = json!(degraded);
+            }
+            if let Some(asked) = capped {
+                response["k_capped"] = json!(format!("k {asked} was capped at {MAX_K}"));
+            }
+            let overhead = estimate_tokens(&response.to_string()) + 20;
+            let (results, omitted, tokens) = hits_json(ws, &hits, budget, overhead);
+            response["results"] = json!(results);
+            response["omitted"] = json!(omitted);
+            response["tokens"] = json!(tokens);
+            response["took_ms"] = json!((started.elapsed().as_secs_f64() * 10_000.0).round() / 10.0);
+            Ok(success(response))
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Find code similar to a piece of code: either path + start_line + end_line (a range of a file in the workspace; the source itself is excluded from the results) or code (a pasted snippet). Returns hits like search: location, symbol, kind, score, snippet, stale; source is the range actually used (widened to whole indexed units)."
+    )]
+    async fn find_similar(&self, Parameters(args): Parameters<FindSimilarArgs>) -> Result<CallToolResult, ErrorData> {
+        Ok(self.find_similar_inner(args).await.unwrap_or_else(failure))
+    }
+
+    async fn find_similar_inner(&self, args: FindSimilarArgs) -> Result<CallToolResult, String> {
+        let (k, _) = check_k(args.k)?;
+        let budget = check_budget(args.max_tokens)?;
+        match (args.path, args.code) {
+            (Some(_), Some(_)) => Err("give either path (with start_line and end_line) or code, not both".into()),
+            (None, None) => Err("give path with start_line and end_line, or code (a snippet)".into()),
+            (None, Some(code)) => {
+                if code.trim().is_empty() {
+                    return Err("code is empty".into());
+                }
+                // The same model embeds queries and documents: a snippet is searched densely.
+                let query = Query { k, mode: Mode::Dense, ..Query::new(code) };
+                self.blocking(move |ws| {
+                    let hits = ws.search(&query).map_err(|e| e.to_string())?;
+                    let (results, omitted, tokens) = hits_json(ws, &hits, budget, 20);
+                    Ok(success(json!({
+                        "source": "snippet",
+                        "partial": ws.is_partial(),
+                        "results": results,
+                        "omitted": omitted,
+                        "tokens": tokens,
+                    })))
+                })
+                .await
+            }
+            (Some(path), None) => {
+                let (Some(start), Some(end)) = (args.start_line, args.end_line) else {
+                    return Err("give start_line and end_line (1-based, inclusive) with path".into());
+                };
+                if start == 0 || end < start {
+                    return Err(format!(
+                        "invalid line range {start}-{end}: lines are 1-based and end_line >= start_line"
+                    ));
+                }
+                let file = confine::resolve_file(&self.roots(), &path)?;
+                self.blocking(move |ws| {
+                    let (hits, (from, to)) =
+                        ws.find_similar(&file.absolute, start, end, k).map_err(|e| e.to_string())?;
+                    let (results, omitted, tokens) = hits_json(ws, &hits, budget, 30);
+                    Ok(success(json!({
+                        "source": format!("{}:{from}-{to}", file.relative),
+                        "partial": ws.is_partial(),
+                        "results": results,
+                        "omitted": omitted,
+                        "tokens": tokens,
+                    })))
+                })
+                .await
+            }
+        }
+    }
+
+    #[tool(
+        description = "The best code for a question, ready to read: deduplicated chunks within max_tokens, each headed by its citation (path:start-end) in a fenced block. Returns text, tokens (estimated), sources (the citations) and partial."
+    )]
+    async fn context(&self, Parameters(args): Parameters<ContextArgs>) -> Result<CallToolResult, ErrorData> {
+        let result = async {
+            let question = args.question.trim().to_string();
+            if question.is_empty() {
+                return Err("question is empty: ask what the code should answer".to_string());
+            }
+            let budget = check_budget(args.max_tokens)?;
+            self.blocking(move |ws| {
+                let context = ws.context(&question, budget).map_err(|e| e.to_string())?;
+                Ok(success(json!({
+                    "text": context.text,
+                    "tokens": context.tokens,
+                    "sources": context.sources,
+                    "partial": ws.is_partial(),
+                })))
+            })
+            .await
+        };
+        Ok(result.await.unwrap_or_else(failure))
+    }
+
+    #[tool(
+        description = "The definitions in one file (functions, methods, classes, structs, …; Markdown: its sections) with kind, qualified symbol and 1-based line range, from its syntax tree: exact, no embedding, works on files not yet indexed."
+    )]
+    async fn outline(&self, Parameters(args): Parameters<OutlineArgs>) -> Result<CallToolResult, ErrorData> {
+        let result = async {
+            let file = confine::resolve_file(&self.roots(), &args.path)?;
+            self.blocking(move |ws| {
+                // The index's size limit holds here too: nothing is sized from input.
+                let limit = ws.settings().max_file_size;
+                let size = std::fs::metadata(&file.absolute).map(|m| m.len()).unwrap_or(0);
+                if size > limit {
+                    return Err(format!(
+                        "{} is too large to outline ({size} bytes; the limit is {limit})",
+                        file.relative
+                    ));
+                }
+                let text = std::fs::read_to_string(&file.absolute)
+                    .map_err(|e| format!("cannot read {}: {e}", file.relative))?;
+                let language = Language::from_path(&file.absolute);
+                let definitions = outline(&text, language, &ChunkConfig::default());
+                Ok(success(json!({
+                    "path": file.relative,
+                    "language": language.name(),
+                    "definitions": definitions
+                        .into_iter()
+                        .map(|d| json!({
+                            "symbol": d.symbol,
+                            "kind": d.kind.name(),
+                            "lines": format!("{}-{}", d.start_line, d.end_line),
+                        }))
+                        .collect::<Vec<_>>(),
+                })))
+            })
+            .await
+        };
+        Ok(result.await.unwrap_or_else(failure))
+    }
+
+    #[tool(
+        description = "Where a named symbol is defined: exact, case-sensitive match on the name or qualified name over the index (no embedding). Returns definitions with location (path:start-end), kind and qualified symbol, and partial (indexing still running)."
+    )]
+    async fn find_symbol(&self, Parameters(args): Parameters<FindSymbolArgs>) -> Result<CallToolResult, ErrorData> {
+        let result = async {
+            let name = args.name.trim().to_string();
+            if name.is_empty() {
+                return Err("name is empty: give a function, class or other symbol name".to_string());
+            }
+            self.blocking(move |ws| {
+                // Qualified names match whatever separator the language uses.
+                let normal = |s: &str| s.replace("::", ".");
+                let wanted = normal(&name);
+                let several_roots = ws.roots().len() > 1;
+                let mut found: Vec<Value> = Vec::new();
+                let mut total = 0usize;
+                for (root, snapshot) in ws.snapshots() {
+                    let mut previous: Option<(String, String, u32, usize)> = None;
+                    for index in 0..snapshot.chunk_count() {
+                        let Some(chunk) = snapshot.chunk(index) else { continue };
+                        if chunk.symbol.is_empty() {
+                            continue;
+                        }
+                        let symbol_path = chunk.symbol_path().unwrap_or_default();
+                        if chunk.symbol != name && normal(&symbol_path) != wanted {
+                            continue;
+                        }
+                        // Pieces of one split definition are listed once, whole.
+                        if let Some((path, symbol, end, slot)) = &mut previous
+                            && path.as_str() == chunk.path
+                            && *symbol == symbol_path
+                            && chunk.start_line <= *end + 1
+                            && let Some(entry) = found.get_mut(*slot)
+                        {
+                            *end = (*end).max(chunk.end_line);
+                            let start = entry["start"].as_u64().unwrap_or(1);
+                            entry["location"] = json!(format!("{path}:{start}-{end}"));
+                            continue;
+                        }
+                        total += 1;
+                        if found.len() >= MAX_SYMBOLS {
+                            continue;
+                        }
+                        let mut entry = json!({
+                            "location": format!("{}:{}-{}", chunk.path, chunk.start_line, chunk.end_line),
+                            "symbol": symbol_path,
+                            "kind": chunk.kind.name(),
+                            "start": chunk.start_line,
+                        });
+                        if several_roots {
+                            entry["root"] = json!(root.display().to_string());
+                        }
+                        previous = Some((chunk.path.to_string(), symbol_path, chunk.end_line, found.len()));
+                        found.push(entry);
+                    }
+                }
+                if found.is_empty() {
+                    // A small class or impl is indexed whole, as one chunk: its members have no
+                    // chunk of their own. Look inside the files holding such containers.
+                    total = members_named(ws, &name, &wanted, several_roots, &mut found);
+                }
+                for entry in &mut found {
+                    if let Some(object) = entry.as_object_mut() {
+                        object.remove("start");
+                    }
+                }
+                let mut response = json!({ "name": name, "definitions": found, "partial": ws.is_partial() });
+                if total > MAX_SYMBOLS {
+                    response["omitted"] = json!(total - MAX_SYMBOLS);
+                }
+                Ok(success(response))
+            })
+            .await
+        };
+        Ok(result.await.unwrap_or_else(failure))
+    }
+
+    #[tool(
+        description = "Index status per workspace root: files, chunks, embedded and pending chunks, whether indexing is running (partial), the model, the last error and why indexing is off or limited."
+    )]
+    async fn status(&self) -> Result<CallToolResult, ErrorData> {
+        let result = self
+            .blocking(|ws| {
+                let roots = serde_json::to_value(ws.status()).map_err(|e| e.to_string())?;
+                Ok(success(json!({ "partial": ws.is_partial(), "roots": roots })))
+            })
+            .await;
+        Ok(result.unwrap_or_else(failure))
+    }
+
+    #[tool(
+        description = "Queue a full update of the index of every root (files changed on disk are picked up automatically; use this after changing ignore files or if status shows an error). Returns at once; status shows progress."
+    )]
+    async fn reindex(&self) -> Result<CallToolResult, ErrorData> {
+        self.workspace.reindex();
+        Ok(success(json!({ "queued": self.workspace.roots().len() })))
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for RaggrepMcp {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("raggrep", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "raggrep searches this codebase locally. Use search for 'where is X done' questions (words or identifiers), \
+                 find_symbol for where a name is defined, outline for the definitions of a file, context for code to read \
+                 about a question, find_similar for code like a given range or snippet. Locations are path:start-end with \
+                 1-based lines, relative to the workspace root.",
+            )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::Mutex;
+    use std::sync::mpsc::{Sender, channel};
+    use std::time::Duration;
+
+    use super::*;
+    use crate::embed::FakeEmbedder;
+
+    struct Finished(Mutex<Sender<Result<(), String>>>);
+
+    impl Events for Finished {
+        fn progress(&self, _: &Path, _: &Progress) {}
+        fn updated(&self, _: &Path, _: &UpdateStats) {
+            let _ = self.0.lock().unwrap().send(Ok(()));
+        }
+        fn failed(&self, _: &Path, message: &str) {
+            let _ = self.0.lock().unwrap().send(Err(message.to_string()));
+        }
+        fn memory(&self, _: MemoryLevel, _: u64, _: u64) {}
+    }
+
+    #[test]
+    fn hits_say_when_their_file_changed_and_respect_the_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.py");
+        std::fs::write(&file, "def alpha():\n    return 1\n\n\ndef beta():\n    return 2\n").unwrap();
+        let (tx, rx) = channel();
+        let ws =
+            Workspace::new(Arc::new(FakeEmbedder::new(64)), Settings::default(), Arc::new(Finished(Mutex::new(tx))));
+        ws.add_root(dir.path(), true).unwrap();
+        rx.recv_timeout(Duration::from_secs(60)).unwrap().unwrap();
+
+        let hits = ws.search(&Query { k: 5, mode: Mode::Lexical, ..Query::new("beta") }).unwrap();
+        let beta = hits.iter().find(|h| h.hit.symbol.as_deref() == Some("beta")).unwrap();
+        assert!(!is_stale(&ws, beta));
+        std::fs::write(&file, "def alpha():\n    return 1\n\n\ndef beta():\n    return 3\n").unwrap();
+        assert!(is_stale(&ws, beta), "an edited chunk is stale");
+        std::fs::remove_file(&file).unwrap();
+        assert!(is_stale(&ws, beta), "a deleted file is stale");
+
+        let (all, omitted, tokens) = hits_json(&ws, &hits, usize::MAX, 0);
+        assert_eq!((all.len(), omitted), (hits.len(), 0));
+        assert!(tokens > 0);
+        let (none, omitted, _) = hits_json(&ws, &hits, tokens - 1, 0);
+        assert_eq!(none.len() + omitted, hits.len());
+        assert!(omitted > 0);
+        ws.shutdown();
+    }
+
+    #[test]
+    fn k_and_budget_are_checked() {
+        assert!(check_k(Some(0)).is_err());
+        assert_eq!(check_k(Some(5_000)).unwrap(), (MAX_K as usize, Some(5_000)));
+        assert_eq!(check_k(None).unwrap(), (DEFAULT_K as usize, None));
+        assert!(check_budget(Some(0)).is_err());
+        assert_eq!(check_budget(Some(u64::MAX)).unwrap(), MAX_MAX_TOKENS as usize);
+    }
+}

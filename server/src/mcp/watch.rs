@@ -1,0 +1,90 @@
+//! Keeps the index fresh without an editor: an agent edits files on disk and sends no didSave,
+//! so the server watches its roots itself and queues an update after a short quiet period.
+
+use std::collections::HashSet;
+use std::path::{Component, Path, PathBuf};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use notify::{EventKind, RecursiveMode, Watcher};
+
+use crate::workspace::Workspace;
+
+/// Quiet time after the last change before updating: a save often arrives as several events
+/// (truncate, write, rename), and an agent often writes several files in a row.
+pub const DEBOUNCE: Duration = Duration::from_millis(200);
+
+/// Changes that never matter to the index: under directories the walk never enters — our own
+/// `.raggrep` (the indexer writes there, so reacting would loop), version control, dependency and
+/// build output (a build would otherwise queue an update every few hundred milliseconds).
+fn ignored(path: &Path) -> bool {
+    let Some(parent) = path.parent() else { return false };
+    parent.components().any(|c| match c {
+        Component::Normal(name) => name.to_str().is_some_and(crate::walk::is_excluded_dir_name),
+        _ => false,
+    })
+}
+
+/// Watches `roots` recursively; changed paths are scheduled on `workspace` after [`DEBOUNCE`].
+/// The watch lasts as long as the returned watcher lives.
+pub fn start(workspace: &Arc<Workspace>, roots: &[PathBuf]) -> notify::Result<notify::RecommendedWatcher> {
+    let (tx, rx) = mpsc::channel::<PathBuf>();
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| match event {
+        Ok(event) => {
+            if matches!(event.kind, EventKind::Access(_)) {
+                return;
+            }
+            for path in event.paths.into_iter().filter(|p| !ignored(p)) {
+                let _ = tx.send(path);
+            }
+        }
+        Err(err) => tracing::warn!("file watcher: {err}"),
+    })?;
+    for root in roots {
+        watcher.watch(root, RecursiveMode::Recursive)?;
+    }
+    let weak: Weak<Workspace> = Arc::downgrade(workspace);
+    std::thread::Builder::new()
+        .name("raggrep-watch".into())
+        .spawn(move || debounce(&rx, &weak))
+        .map_err(|e| notify::Error::generic(&e.to_string()))?;
+    Ok(watcher)
+}
+
+fn debounce(rx: &mpsc::Receiver<PathBuf>, workspace: &Weak<Workspace>) {
+    // Ends when the watcher (the sender) is dropped.
+    while let Ok(first) = rx.recv() {
+        let mut changed: HashSet<PathBuf> = HashSet::from([first]);
+        loop {
+            match rx.recv_timeout(DEBOUNCE) {
+                Ok(path) => {
+                    changed.insert(path);
+                }
+                Err(RecvTimeoutError::Timeout) => break,
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+        }
+        let Some(workspace) = workspace.upgrade() else { return };
+        tracing::debug!(files = changed.len(), "files changed on disk: updating");
+        // The workspace coalesces these into one update per root.
+        for path in &changed {
+            workspace.schedule(path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_and_vcs_directories_are_ignored() {
+        assert!(ignored(Path::new("/w/.raggrep/manifest-3.rkyv")));
+        assert!(ignored(Path::new("/w/.git/index")));
+        assert!(ignored(Path::new("/w/target/debug/deps/x.rlib")));
+        assert!(ignored(Path::new("/w/web/node_modules/a/index.js")));
+        assert!(!ignored(Path::new("/w/src/git.rs")));
+        assert!(!ignored(Path::new("/w/src/target.rs")));
+    }
+}

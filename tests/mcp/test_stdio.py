@@ -1,0 +1,257 @@
+"""`raggrep mcp` driven by the official MCP Python SDK over stdio.
+
+Usage: test_stdio.py RAGGREP_BIN FIXTURE_DIR. Copies the fixture to a temporary directory,
+starts the real server on it (real model), calls every tool with good and bad arguments, and
+checks that a file written on disk during the session is found without a reindex call.
+Ends with "N passed, M failed"; exits non-zero on any failure.
+"""
+
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import traceback
+
+import anyio
+from mcp import Client, StdioServerParameters
+
+EXPECTED_TOOLS = {"search", "find_similar", "context", "outline", "find_symbol", "status", "reindex"}
+
+passed = 0
+failed = 0
+numbers = {}
+
+
+def check(name, condition, detail=""):
+    global passed, failed
+    if condition:
+        passed += 1
+        print(f"ok   {name}")
+    else:
+        failed += 1
+        print(f"FAIL {name} {detail}".rstrip())
+
+
+def text_of(result):
+    return " ".join(getattr(c, "text", "") for c in result.content)
+
+
+async def call(client, tool, arguments):
+    return await client.call_tool(tool, arguments)
+
+
+async def expect_error(client, name, tool, arguments, needle=None):
+    """A bad call must be a tool error (isError) with a message, not a crash or an empty answer."""
+    try:
+        result = await call(client, tool, arguments)
+    except Exception as err:  # a protocol error is a failure here: agents need isError results
+        check(name, False, f"raised {type(err).__name__}: {err}")
+        return
+    message = text_of(result)
+    ok = result.is_error and message and (needle is None or needle in message)
+    check(name, ok, f"is_error={result.is_error} text={message[:200]!r}")
+
+
+def locations(result):
+    return [h["location"] for h in (result.structured_content or {}).get("results", [])]
+
+
+async def main(binary, fixture):
+    work = tempfile.mkdtemp(prefix="raggrep-mcp-")
+    root = os.path.join(work, "polyglot")
+    shutil.copytree(fixture, root)
+    with open(os.path.join(work, "outside.py"), "w") as f:
+        f.write("def outside_secret():\n    return 42\n")
+    os.symlink(os.path.join(work, "outside.py"), os.path.join(root, "escape.py"))
+    root = os.path.realpath(root)
+
+    params = StdioServerParameters(command=binary, args=["mcp", root], env={"RAGGREP_LOG": "warn"})
+    try:
+        async with Client(params, read_timeout_seconds=60) as client:
+            await run_checks(client, root)
+        # Hosts that still speak the initialize handshake (pre-2026 protocol versions).
+        async with Client(params, read_timeout_seconds=60, mode="legacy") as client:
+            result = await call(client, "find_symbol", {"name": "validate_token"})
+            check(f"legacy handshake ({client.protocol_version}): tools answer",
+                  not result.is_error and client.server_info.name == "raggrep", text_of(result)[:200])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+async def run_checks(client, root):
+    # initialize
+    info = client.server_info
+    check("initialize: server info", info is not None and info.name == "raggrep", repr(info))
+    check("initialize: tools capability", client.server_capabilities.tools is not None)
+    print(f"     protocol version {client.protocol_version}")
+
+    # tools/list: every tool present, every argument documented
+    tools = (await client.list_tools()).tools
+    names = {t.name for t in tools}
+    check("tools/list: all tools", names == EXPECTED_TOOLS, repr(sorted(names)))
+    for tool in tools:
+        props = tool.input_schema.get("properties", {}) or {}
+        undocumented = [p for p, s in props.items() if not s.get("description")]
+        check(f"schema {tool.name}: described, every property documented",
+              bool(tool.description) and not undocumented, f"undocumented: {undocumented}")
+
+    # Wait for the first full index (queries answer before it, marked partial).
+    started = time.monotonic()
+    while True:
+        status = (await call(client, "status", {})).structured_content
+        if not status["partial"] and status["roots"] and status["roots"][0].get("chunks", 0) > 0:
+            break
+        if time.monotonic() - started > 180:
+            break
+        await anyio.sleep(0.2)
+    numbers["initial index (s)"] = round(time.monotonic() - started, 2)
+    check("status: indexed, not partial", not status["partial"], repr(status)[:300])
+    check("status: files counted", status["roots"][0].get("files", 0) >= 5, repr(status)[:300])
+
+    # search
+    latencies = []
+    for _ in range(5):
+        t = time.monotonic()
+        result = await call(client, "search", {"query": "check whether an API token is still valid", "k": 5})
+        latencies.append((time.monotonic() - t) * 1000)
+    numbers["search latency p50 over MCP (ms)"] = round(statistics.median(latencies), 1)
+    sc = result.structured_content or {}
+    hits = sc.get("results", [])
+    top = hits[0] if hits else {}
+    check("search: finds validate_token in src/auth.py first",
+          top.get("symbol") == "validate_token" and top.get("location", "").startswith("src/auth.py:"), repr(hits[:2]))
+    check("search: hit fields", all(k in top for k in ("location", "symbol", "kind", "score", "snippet", "stale")),
+          repr(top))
+    check("search: not stale, not partial", top.get("stale") is False and sc.get("partial") is False, repr(sc)[:200])
+    check("search: token accounting", sc.get("tokens", 0) > 0 and sc.get("omitted") == 0, repr(sc)[:200])
+    numbers["tokens of a 5-hit search response"] = sc.get("tokens")
+
+    small = (await call(client, "search", {"query": "token", "k": 10, "max_tokens": 150})).structured_content
+    check("search: max_tokens leaves hits out and says so",
+          small["omitted"] > 0 and small["tokens"] <= 150, repr(small)[:300])
+    scoped = await call(client, "search", {"query": "configuration", "path": "web/**"})
+    check("search: path glob", locations(scoped) and all(l.startswith("web/") for l in locations(scoped)),
+          repr(locations(scoped)))
+    py = await call(client, "search", {"query": "token", "lang": "python"})
+    check("search: lang filter", locations(py) and all(".py:" in l for l in locations(py)), repr(locations(py)))
+    lexical = await call(client, "search", {"query": "validate_token", "mode": "lexical", "k": 1})
+    check("search: lexical mode", locations(lexical)[:1] and locations(lexical)[0].startswith("src/auth.py:"),
+          repr(locations(lexical)))
+    nulls = await call(client, "search", {"query": "token", "k": None, "mode": None, "path": None, "lang": None})
+    check("search: null for left-out arguments", not nulls.is_error and locations(nulls), text_of(nulls)[:200])
+    huge = await call(client, "search", {"query": "token", "k": 1_000_000})
+    check("search: huge k is capped, not an error",
+          not huge.is_error and "k_capped" in (huge.structured_content or {}), text_of(huge)[:200])
+
+    # outline
+    outline = await call(client, "outline", {"path": "src/auth.py"})
+    defs = (outline.structured_content or {}).get("definitions", [])
+    by_symbol = {d["symbol"]: d for d in defs}
+    check("outline: validate_token with kind and lines",
+          by_symbol.get("validate_token", {}).get("kind") == "function" and "-" in by_symbol["validate_token"]["lines"],
+          repr(defs))
+    check("outline: class and method", "TokenStore" in by_symbol and "TokenStore.issue" in by_symbol, repr(defs))
+
+    # find_symbol
+    found = (await call(client, "find_symbol", {"name": "validate_token"})).structured_content
+    check("find_symbol: validate_token in src/auth.py",
+          [d["location"].split(":")[0] for d in found["definitions"]] == ["src/auth.py"], repr(found))
+    qualified = (await call(client, "find_symbol", {"name": "TokenStore.issue"})).structured_content
+    check("find_symbol: qualified name", len(qualified["definitions"]) == 1, repr(qualified))
+    none = await call(client, "find_symbol", {"name": "no_such_symbol_anywhere"})
+    check("find_symbol: unknown name is an empty list", not none.is_error
+          and none.structured_content["definitions"] == [], text_of(none)[:200])
+
+    # context
+    context = (await call(client, "context", {"question": "how are API tokens validated?", "max_tokens": 800}))
+    cs = context.structured_content or {}
+    check("context: citations and text", cs.get("sources") and "src/auth.py:" in cs.get("text", "")
+          and 0 < cs.get("tokens", 0) <= 800, repr(cs)[:300])
+
+    # find_similar by range and by snippet
+    lines = by_symbol.get("validate_token", {}).get("lines", "1-1").split("-")
+    start, end = int(lines[0]), int(lines[1])
+    similar = await call(client, "find_similar", {"path": "src/auth.py", "start_line": start, "end_line": end, "k": 5})
+    ss = similar.structured_content or {}
+    source_excluded = all(not (l.startswith("src/auth.py:") and int(l.split(":")[1].split("-")[0]) <= end
+                               and start <= int(l.split("-")[-1])) for l in locations(similar))
+    check("find_similar: path range, source excluded",
+          not similar.is_error and locations(similar) and source_excluded and ss.get("source", "").startswith("src/auth.py:"),
+          text_of(similar)[:300])
+    snippet = await call(client, "find_similar", {"code": "def is_valid(tok):\n    return tok in TOKENS and not expired(tok)\n"})
+    check("find_similar: snippet", not snippet.is_error and locations(snippet), text_of(snippet)[:300])
+
+    # The audit log names the front door (counts only, never the query text).
+    with open(os.path.join(root, ".raggrep", "audit.jsonl")) as f:
+        audit = [json.loads(line) for line in f if line.strip()]
+    searches = [e for e in audit if e.get("op") == "search" and e.get("door") == "mcp"]
+    check("audit log: searches recorded with door mcp, without the query text",
+          searches and not any("API token" in json.dumps(e) for e in audit), repr(audit[-2:])[:300])
+
+    # reindex
+    reindex = await call(client, "reindex", {})
+    check("reindex: queued", (reindex.structured_content or {}).get("queued") == 1, text_of(reindex))
+
+    # Bad arguments: tool errors with a clear message.
+    await expect_error(client, "error: missing argument", "search", {}, "query")
+    await expect_error(client, "error: wrong type", "search", {"query": "x", "k": "ten"})
+    await expect_error(client, "error: empty query", "search", {"query": "   "}, "empty")
+    await expect_error(client, "error: k=0", "search", {"query": "x", "k": 0}, "k")
+    await expect_error(client, "error: unknown mode", "search", {"query": "x", "mode": "fuzzy"})
+    await expect_error(client, "error: unknown lang", "search", {"query": "x", "lang": "cobol"}, "language")
+    await expect_error(client, "error: glob outside the roots", "search", {"query": "x", "path": "/etc/*"}, "outside")
+    await expect_error(client, "error: glob with ..", "search", {"query": "x", "path": "../**"}, "..")
+    await expect_error(client, "error: outline /etc/passwd", "outline", {"path": "/etc/passwd"}, "outside")
+    await expect_error(client, "error: outline ../x", "outline", {"path": "../outside.py"}, "..")
+    await expect_error(client, "error: symlink to outside", "outline", {"path": "escape.py"}, "symlink")
+    await expect_error(client, "error: find_similar outside", "find_similar",
+                       {"path": "/etc/passwd", "start_line": 1, "end_line": 2}, "outside")
+    await expect_error(client, "error: find_similar without source", "find_similar", {"k": 3})
+    await expect_error(client, "error: find_similar bad range", "find_similar",
+                       {"path": "src/auth.py", "start_line": 9, "end_line": 2})
+    await expect_error(client, "error: empty symbol name", "find_symbol", {"name": ""}, "empty")
+    await expect_error(client, "error: context without question", "context", {})
+    await expect_error(client, "error: outline missing file", "outline", {"path": "src/nope.py"}, "no such file")
+
+    # Freshness: a file written on disk is found by the next searches, with no reindex call.
+    name = "compute_zebra_stripe_pattern_7391"
+    with open(os.path.join(root, "src", "fresh_feature.py"), "w") as f:
+        f.write(f'def {name}(width):\n    """Stripes for a zebra of the given width."""\n    return ["#" * (i % 3) for i in range(width)]\n')
+    written = time.monotonic()
+    found_after = None
+    while time.monotonic() - written < 10:
+        result = await call(client, "search", {"query": name, "k": 3})
+        if any(l.startswith("src/fresh_feature.py:") for l in locations(result)):
+            found_after = time.monotonic() - written
+            break
+        await anyio.sleep(0.05)
+    numbers["file write to searchable (s)"] = None if found_after is None else round(found_after, 2)
+    check("freshness: new file searchable within 3 s, no reindex", found_after is not None and found_after < 3,
+          f"found after {found_after}")
+    symbol = (await call(client, "find_symbol", {"name": name})).structured_content
+    check("freshness: new symbol found by find_symbol", len(symbol["definitions"]) == 1, repr(symbol))
+
+
+def entry():
+    binary, fixture = sys.argv[1], sys.argv[2]
+    try:
+        anyio.run(lambda: _with_timeout(binary, fixture))
+    except Exception:
+        traceback.print_exc()
+        check("session completed", False)
+    for key, value in numbers.items():
+        print(f"     {key}: {value}")
+    print(f"{passed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+async def _with_timeout(binary, fixture):
+    with anyio.fail_after(400):
+        await main(binary, fixture)
+
+
+if __name__ == "__main__":
+    entry()
