@@ -22,7 +22,8 @@ export RAGGREP_HOME="${RAGGREP_HOME:-$HOME/.cache/raggrep}"
 tools="$RAGGREP_HOME/tools/cargo-fuzz"
 lock="${RAGGREP_CARGO_LOCK-/tmp/raggrep-cargo.lock}"
 locked() {
-  if [[ -n "$lock" ]] && command -v flock >/dev/null; then flock "$lock" "$@"; else "$@"; fi
+  # -o: the command's children do not inherit the lock (a stray long-lived child would hold it).
+  if [[ -n "$lock" ]] && command -v flock >/dev/null; then flock -o "$lock" "$@"; else "$@"; fi
 }
 
 if [[ ! -x "$tools/bin/cargo-fuzz" ]]; then
