@@ -18,6 +18,7 @@ pub mod lang;
 pub mod lsp;
 pub mod mcp;
 pub mod search;
+pub mod stdio;
 pub mod walk;
 pub mod workspace;
 

@@ -51,7 +51,7 @@ pub struct Options {
 
 /// Runs the MCP server on stdin/stdout until the client closes stdin. Returns the exit code.
 pub fn run(options: Options) -> i32 {
-    let protocol_out = match protect_stdout() {
+    let protocol_out = match crate::stdio::protect_stdout() {
         Ok(out) => out,
         Err(err) => {
             tracing::error!("cannot set up stdout: {err}");
@@ -120,26 +120,6 @@ pub fn run(options: Options) -> i32 {
             tracing::error!("MCP session ended with an error: {err:#}");
             1
         }
-    }
-}
-
-/// Keeps the protocol channel clean: the real stdout becomes a private handle for JSON-RPC, and
-/// file descriptor 1 is pointed at stderr, so a stray print from any library (hnsw_rs has some)
-/// cannot corrupt the stream.
-fn protect_stdout() -> std::io::Result<tokio::fs::File> {
-    use std::os::fd::FromRawFd;
-    #[allow(unsafe_code)]
-    // SAFETY: plain descriptor duplication at start-up, before any other thread writes to them;
-    // the duplicate is owned by the returned File alone.
-    unsafe {
-        let fd = libc::dup(1);
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        if libc::dup2(2, 1) < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(tokio::fs::File::from_std(std::fs::File::from_raw_fd(fd)))
     }
 }
 
