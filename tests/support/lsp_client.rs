@@ -186,6 +186,11 @@ impl Client {
                 return status.code().unwrap_or(-1);
             }
             assert!(Instant::now() < deadline, "server did not exit");
+            // Keep answering the server's own requests, as an editor does: a handler still
+            // waiting on one (a consent question sent just before shutdown) holds up `exit`.
+            while let Ok(message) = self.incoming.try_recv() {
+                self.handle(message);
+            }
             std::thread::sleep(Duration::from_millis(20));
         }
     }
