@@ -1,12 +1,15 @@
 //! Defect 4 of issue 12: one wrong Content-Length must not leave the language server deaf. The
 //! real binary over stdio, fed raw bytes (the shared client in `support/lsp_client.rs` always
-//! frames correctly, which is exactly what this test must not do).
+//! frames correctly, which is exactly what this test must not do; its reader is shared).
 
 #![allow(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+#[path = "support/lsp_client.rs"]
+mod lsp_client;
+
+use std::io::Write;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, channel};
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -35,33 +38,7 @@ impl Server {
             .unwrap();
         let stdin = child.stdin.take().unwrap();
         let stdout = child.stdout.take().unwrap();
-        let (tx, incoming) = channel();
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            loop {
-                let mut length = None;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    let line = line.trim_end();
-                    if line.is_empty() {
-                        break;
-                    }
-                    if let Some(v) = line.strip_prefix("Content-Length: ") {
-                        length = v.parse::<usize>().ok();
-                    }
-                }
-                let mut body = vec![0; length.expect("Content-Length header")];
-                if reader.read_exact(&mut body).is_err() {
-                    return;
-                }
-                if tx.send(serde_json::from_slice(&body).expect("valid JSON from the server")).is_err() {
-                    return;
-                }
-            }
-        });
+        let incoming = lsp_client::read_messages(stdout);
         Server { child, stdin, incoming, seen: Vec::new() }
     }
 

@@ -18,6 +18,40 @@ pub fn uri(path: &Path) -> String {
     format!("file://{}", path.display())
 }
 
+/// Reads the server's stdout on a thread: framed JSON-RPC messages, one per channel item, in
+/// order. The channel closes when the server closes its output.
+pub fn read_messages(stdout: std::process::ChildStdout) -> Receiver<Value> {
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(stdout);
+        loop {
+            let mut length = None;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                    return;
+                }
+                let line = line.trim_end();
+                if line.is_empty() {
+                    break;
+                }
+                if let Some(v) = line.strip_prefix("Content-Length: ") {
+                    length = v.parse::<usize>().ok();
+                }
+            }
+            let mut body = vec![0; length.expect("Content-Length header")];
+            if reader.read_exact(&mut body).is_err() {
+                return;
+            }
+            let value: Value = serde_json::from_slice(&body).expect("valid JSON from the server");
+            if tx.send(value).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
 pub struct Client {
     child: Child,
     stdin: ChildStdin,
@@ -48,34 +82,7 @@ impl Client {
             .unwrap();
         let stdin = child.stdin.take().unwrap();
         let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = channel();
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            loop {
-                let mut length = None;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    let line = line.trim_end();
-                    if line.is_empty() {
-                        break;
-                    }
-                    if let Some(v) = line.strip_prefix("Content-Length: ") {
-                        length = v.parse::<usize>().ok();
-                    }
-                }
-                let mut body = vec![0; length.expect("Content-Length header")];
-                if reader.read_exact(&mut body).is_err() {
-                    return;
-                }
-                let value: Value = serde_json::from_slice(&body).expect("valid JSON from the server");
-                if tx.send(value).is_err() {
-                    return;
-                }
-            }
-        });
+        let rx = read_messages(stdout);
         Client { child, stdin, incoming: rx, next_id: 1, notifications: Vec::new(), consent: "Index", exited: false }
     }
 
