@@ -281,6 +281,8 @@ fn missing_index_files_are_rebuilt_by_query() {
         }
         let status = run(&root, &["status", "--json"], None);
         assert!(status.status.success(), "{damage}: status {}", stderr(&status));
+        let reported: Value = serde_json::from_slice(&status.stdout).unwrap();
+        assert!(reported["damaged"].as_str().is_some_and(|d| d.contains("missing")), "{damage}: {reported}");
         let found = query(&root, &["-k", "1", "check whether an API token is still valid"]);
         assert_eq!(results(&found)[0]["symbol"], "validate_token", "{damage}");
     }
