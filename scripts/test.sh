@@ -24,7 +24,7 @@ cargo test --locked 2>&1 | tee "$log"
 step "benchmarks compile"
 cargo bench --locked --no-run
 
-# Editor clients in the real editors, against the real server. Each script installs what it
+# Editor clients in the real editors and agent clients (MCP), against the real server. Each script installs what it
 # needs once (cached under ~/.cache/raggrep/tools) and ends with "N passed, M failed".
 client_passed=0
 client_failed=0
@@ -49,7 +49,8 @@ client "Helix client in the real Helix 25.01 (tmux)" editors/helix/test/run.sh
 # VS Code: unit tests, the .vsix, then code-server 1.100 in headless Chromium (first run
 # installs Chromium and code-server, ~1-2 min; VSCODE_E2E=0 skips the browser part).
 client "VS Code extension (unit + code-server/Chromium end to end)" editors/vscode/test/run.sh
-client "MCP server (official Python SDK)" tests/mcp/run.sh
+client "MCP server (official Python SDK, stdio and Streamable HTTP)" tests/mcp/run.sh
+client "MCP server (official MCP Inspector, CLI mode)" tests/mcp/inspector.sh
 
 step "retrieval benchmark, quick mode (numbers produced and sane)"
 bash benches/retrieval/build.sh --quick

@@ -1,0 +1,525 @@
+//! The JSON every front door speaks, typed once (as rust-analyzer's `lsp/ext.rs` does).
+//!
+//! The CLI's `--json`, the language server's `raggrep.*` commands and the MCP tools all answer
+//! with these types, so a hit looks the same wherever it is read. Each door fills only the
+//! optional fields it can know: the language server adds `uri` and `range`, the MCP server
+//! adds `stale` and its token accounting. The snapshot tests below pin the JSON: a contract
+//! change shows up in review as a changed `.snap` file.
+//!
+//! No protocol types here (only `lsp/` knows LSP, only `mcp/` knows MCP): `range` has the JSON
+//! shape of an LSP range but is a plain struct.
+
+use serde::Serialize;
+
+use crate::chunk::{ChunkKind, Definition};
+pub use crate::index::IndexStats;
+use crate::lang::Language;
+use crate::search;
+use crate::workspace::{Context, RootHit, RootStatus};
+
+/// One search result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Hit {
+    /// `path:start-end`, the citation form (1-based, inclusive lines).
+    pub location: String,
+    /// `location`'s parts, for programs (CLI, editors); left out where a model reads the
+    /// response (MCP), which `location` already tells, to spend its tokens on code.
+    /// Relative to its root, `/`-separated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_line: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_line: Option<u32>,
+    /// Qualified name of the definition the hit is (part of), if any.
+    pub symbol: Option<String>,
+    pub kind: ChunkKind,
+    pub language: Language,
+    /// Higher is better; comparable within one response only. Three decimals say all a score
+    /// can say (f64: an f32 would print as 0.25600001215934753 once in a JSON value).
+    pub score: f64,
+    pub snippet: String,
+    /// The root the path is relative to; set when a door serves several roots.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub root: Option<String>,
+    /// The file changed on disk since this hit was indexed (MCP).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stale: Option<bool>,
+    /// `file://` URI (language server).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uri: Option<String>,
+    /// The hit's whole lines as an LSP-shaped range: 0-based, end exclusive (language server).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub range: Option<LineRange>,
+}
+
+impl Hit {
+    /// A hit of a workspace (servers); `with_root` when the door serves several roots.
+    pub fn new(hit: &RootHit, with_root: bool) -> Hit {
+        Hit { root: with_root.then(|| hit.root.display().to_string()), ..Hit::from_search(&hit.hit) }
+    }
+
+    /// A hit of one index (the CLI).
+    pub fn from_search(h: &search::Hit) -> Hit {
+        Hit {
+            location: location(&h.path, h.start_line, h.end_line),
+            path: Some(h.path.clone()),
+            start_line: Some(h.start_line),
+            end_line: Some(h.end_line),
+            symbol: h.symbol.clone(),
+            kind: h.kind,
+            language: h.language,
+            score: (f64::from(h.score) * 1000.0).round() / 1000.0,
+            snippet: h.snippet.clone(),
+            root: None,
+            stale: None,
+            uri: None,
+            range: None,
+        }
+    }
+}
+
+impl Hit {
+    /// For a model's context: `location` without its parts repeated.
+    pub fn for_model(self) -> Hit {
+        Hit { path: None, start_line: None, end_line: None, ..self }
+    }
+}
+
+/// A range in LSP's JSON shape (0-based lines and UTF-16 columns, end exclusive).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct LineRange {
+    pub start: Position,
+    pub end: Position,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Position {
+    pub line: u32,
+    pub character: u32,
+}
+
+impl LineRange {
+    /// Whole lines `start_line..=end_line` (1-based): from the start of the first to the start
+    /// of the line after the last, so no column arithmetic is needed.
+    pub fn whole_lines(start_line: u32, end_line: u32) -> LineRange {
+        LineRange {
+            start: Position { line: start_line.saturating_sub(1), character: 0 },
+            end: Position { line: end_line, character: 0 },
+        }
+    }
+}
+
+/// `path:start-end`.
+pub fn location(path: &str, start_line: u32, end_line: u32) -> String {
+    format!("{path}:{start_line}-{end_line}")
+}
+
+/// Answer to a search (CLI `query --json`, `raggrep.search`, MCP `search`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchResponse {
+    pub query: String,
+    pub took_ms: f64,
+    /// Indexing is still running: dense ranking saw only part of the code.
+    pub partial: bool,
+    /// Why ranking is worse than usual (part of the index damaged or unavailable).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<String>,
+    pub results: Vec<Hit>,
+    #[serde(flatten)]
+    pub budget: Option<Budget>,
+    /// `k` was larger than a door allows and was lowered, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub k_capped: Option<String>,
+}
+
+impl SearchResponse {
+    /// The engine's results as every door sends them (doors then add what they know).
+    pub fn new(results: &search::SearchResults, hits: Vec<Hit>) -> SearchResponse {
+        SearchResponse {
+            query: results.query.clone(),
+            took_ms: results.took_ms,
+            partial: results.partial,
+            degraded: results.degraded.clone(),
+            results: hits,
+            budget: None,
+            k_capped: None,
+        }
+    }
+}
+
+/// Token accounting of a response sized for a model's context (MCP).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Budget {
+    /// Estimated tokens of the response.
+    pub tokens: usize,
+    /// Results left out to stay within the budget.
+    pub omitted: usize,
+}
+
+/// Answer to find-similar (`raggrep.findSimilar`, MCP `find_similar`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SimilarResponse {
+    /// What the results are similar to, widened to whole indexed units.
+    pub source: Source,
+    pub partial: bool,
+    pub results: Vec<Hit>,
+    #[serde(flatten)]
+    pub budget: Option<Budget>,
+}
+
+/// The code find-similar started from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Source {
+    /// `path:start-end`, or `snippet` for pasted code.
+    pub location: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_line: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_line: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uri: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub range: Option<LineRange>,
+}
+
+impl Source {
+    pub fn lines(path: &str, start_line: u32, end_line: u32) -> Source {
+        Source {
+            location: location(path, start_line, end_line),
+            path: Some(path.to_string()),
+            start_line: Some(start_line),
+            end_line: Some(end_line),
+            uri: None,
+            range: None,
+        }
+    }
+
+    pub fn snippet() -> Source {
+        Source { location: "snippet".into(), path: None, start_line: None, end_line: None, uri: None, range: None }
+    }
+}
+
+/// Answer to a context request (`raggrep.context`, MCP `context`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ContextResponse {
+    /// The chunks, each headed by its citation, in fenced blocks.
+    pub text: String,
+    /// Estimated tokens of `text`.
+    pub tokens: usize,
+    /// The citations, in order.
+    pub sources: Vec<String>,
+    pub partial: bool,
+}
+
+impl ContextResponse {
+    pub fn new(context: Context, partial: bool) -> ContextResponse {
+        ContextResponse { text: context.text, tokens: context.tokens, sources: context.sources, partial }
+    }
+}
+
+/// Status of every root a server serves (`raggrep.status`, MCP `status`).
+#[derive(Debug, Clone, Serialize)]
+pub struct StatusResponse {
+    /// The first root's status, also at the top level for clients that show one root.
+    #[serde(flatten)]
+    pub primary: Option<RootStatus>,
+    pub roots: Vec<RootStatus>,
+}
+
+impl StatusResponse {
+    pub fn new(roots: Vec<RootStatus>) -> StatusResponse {
+        StatusResponse { primary: roots.first().cloned(), roots }
+    }
+}
+
+/// An index that failed its checks (CLI `status --json`); the next update rebuilds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Damaged {
+    pub root: String,
+    /// What is wrong, in words.
+    pub damaged: String,
+    pub fix: String,
+}
+
+/// A full update was queued for this many roots (`raggrep.reindex`, MCP `reindex`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Queued {
+    pub queued: usize,
+}
+
+/// Whether indexing is on for each root (`raggrep.toggle`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Toggled {
+    pub roots: Vec<RootEnabled>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RootEnabled {
+    pub root: String,
+    pub enabled: bool,
+}
+
+/// The definitions of one file (MCP `outline`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Outline {
+    pub path: String,
+    pub language: Language,
+    pub definitions: Vec<OutlineEntry>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OutlineEntry {
+    pub symbol: String,
+    pub kind: ChunkKind,
+    /// `start-end`, 1-based inclusive.
+    pub lines: String,
+}
+
+impl From<Definition> for OutlineEntry {
+    fn from(d: Definition) -> OutlineEntry {
+        OutlineEntry { symbol: d.symbol, kind: d.kind, lines: format!("{}-{}", d.start_line, d.end_line) }
+    }
+}
+
+/// Where a name is defined (MCP `find_symbol`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SymbolDefinitions {
+    pub name: String,
+    pub definitions: Vec<SymbolDefinition>,
+    pub partial: bool,
+    /// Definitions beyond the listed ones.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub omitted: Option<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SymbolDefinition {
+    pub location: String,
+    pub symbol: String,
+    pub kind: ChunkKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub root: Option<String>,
+}
+
+/// A failure as one line, with what to do about it when there is something to do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ErrorBody {
+    /// The question that failed, in batch answers (one answer per input line).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+    pub error: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
+
+/// `90` → `1m30s`: durations as people read them (progress messages of every door).
+pub fn human_duration(seconds: f64) -> String {
+    let s = seconds.max(0.0).round() as u64;
+    if s >= 3600 {
+        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
+    } else if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    fn root_hit() -> RootHit {
+        RootHit {
+            root: PathBuf::from("/work/app"),
+            hit: search::Hit {
+                path: "src/auth/token.rs".into(),
+                start_line: 12,
+                end_line: 30,
+                score: 0.734_56,
+                symbol: Some("TokenValidator::validate".into()),
+                kind: ChunkKind::Method,
+                language: Language::Rust,
+                snippet: "pub fn validate(&self, token: &str) -> Result<Claims> {".into(),
+                chunk: 7,
+            },
+        }
+    }
+
+    #[test]
+    fn search_response_as_the_cli_sends_it() {
+        let response = SearchResponse {
+            query: "where are API tokens validated".into(),
+            took_ms: 4.2,
+            partial: false,
+            degraded: None,
+            results: vec![Hit::new(&root_hit(), false)],
+            budget: None,
+            k_capped: None,
+        };
+        insta::assert_json_snapshot!(response);
+    }
+
+    #[test]
+    fn search_response_as_the_language_server_sends_it() {
+        let mut hit = Hit::new(&root_hit(), true);
+        hit.uri = Some("file:///work/app/src/auth/token.rs".into());
+        hit.range = Some(LineRange::whole_lines(12, 30));
+        let response = SearchResponse {
+            query: "validate token".into(),
+            took_ms: 3.0,
+            partial: true,
+            degraded: Some("the vector file failed its checksum: lexical results only".into()),
+            results: vec![hit],
+            budget: None,
+            k_capped: None,
+        };
+        insta::assert_json_snapshot!(response);
+    }
+
+    #[test]
+    fn search_response_as_the_mcp_server_sends_it() {
+        let mut hit = Hit::new(&root_hit(), false).for_model();
+        hit.stale = Some(false);
+        let response = SearchResponse {
+            query: "validate token".into(),
+            took_ms: 2.5,
+            partial: false,
+            degraded: None,
+            results: vec![hit],
+            budget: Some(Budget { tokens: 61, omitted: 3 }),
+            k_capped: Some("k 500 was capped at 100".into()),
+        };
+        insta::assert_json_snapshot!(response);
+    }
+
+    #[test]
+    fn similar_responses() {
+        let mut from_range = SimilarResponse {
+            source: Source::lines("src/auth/token.rs", 10, 31),
+            partial: false,
+            results: vec![Hit::new(&root_hit(), false)],
+            budget: None,
+        };
+        from_range.source.uri = Some("file:///work/app/src/auth/token.rs".into());
+        from_range.source.range = Some(LineRange::whole_lines(10, 31));
+        insta::assert_json_snapshot!("similar_from_range", from_range);
+        let from_snippet = SimilarResponse {
+            source: Source::snippet(),
+            partial: true,
+            results: Vec::new(),
+            budget: Some(Budget { tokens: 20, omitted: 0 }),
+        };
+        insta::assert_json_snapshot!("similar_from_snippet", from_snippet);
+    }
+
+    #[test]
+    fn context_response() {
+        let context = Context {
+            text: "```rust\n// src/auth/token.rs:12-30\npub fn validate() {}\n```\n".into(),
+            tokens: 17,
+            sources: vec!["src/auth/token.rs:12-30".into()],
+        };
+        insta::assert_json_snapshot!(ContextResponse::new(context, false));
+    }
+
+    #[test]
+    fn small_answers() {
+        insta::assert_json_snapshot!("queued", Queued { queued: 2 });
+        insta::assert_json_snapshot!(
+            "toggled",
+            Toggled { roots: vec![RootEnabled { root: "/work/app".into(), enabled: false }] }
+        );
+        insta::assert_json_snapshot!(
+            "error",
+            ErrorBody {
+                query: None,
+                error: "index at /work/app/.raggrep is damaged: manifest checksum mismatch".into(),
+                fix: Some("run `raggrep index /work/app` to rebuild it".into()),
+            }
+        );
+    }
+
+    fn stats() -> IndexStats {
+        IndexStats {
+            root: "/work/app".into(),
+            index_dir: "/work/app/.raggrep".into(),
+            generation: 7,
+            files: 120,
+            chunks: 900,
+            embedded: 850,
+            pending: 50,
+            skipped: 3,
+            model: "all-minilm-l6-v2-int8".into(),
+            dim: 384,
+            vectors: 860,
+            dead_vectors: 10,
+            ann_slots: 850,
+            lexical_docs: 900,
+            bytes_on_disk: 2_400_000,
+            memory_estimate_bytes: 1_900_000,
+            updated_unix_ms: 1_795_000_000_000,
+        }
+    }
+
+    #[test]
+    fn status_answers() {
+        insta::assert_json_snapshot!("index_stats", stats());
+        let status = StatusResponse::new(vec![RootStatus {
+            index: Some(IndexStats { root: String::new(), ..stats() }),
+            root: "/work/app".into(),
+            enabled: true,
+            indexing: true,
+            partial: true,
+            last_error: None,
+            memory_level: crate::workspace::MemoryLevel::Ok,
+            reason: None,
+        }]);
+        insta::assert_json_snapshot!("status", status);
+        insta::assert_json_snapshot!(
+            "damaged",
+            Damaged {
+                root: "/work/app".into(),
+                damaged: "manifest checksum mismatch".into(),
+                fix: "`raggrep index` rebuilds it".into(),
+            }
+        );
+    }
+
+    #[test]
+    fn structure_answers() {
+        let outline = Outline {
+            path: "src/auth/token.rs".into(),
+            language: Language::Rust,
+            definitions: vec![
+                Definition { kind: ChunkKind::Struct, symbol: "TokenValidator".into(), start_line: 3, end_line: 8 }
+                    .into(),
+            ],
+        };
+        insta::assert_json_snapshot!("outline", outline);
+        let symbols = SymbolDefinitions {
+            name: "validate".into(),
+            definitions: vec![SymbolDefinition {
+                location: "src/auth/token.rs:12-30".into(),
+                symbol: "TokenValidator::validate".into(),
+                kind: ChunkKind::Method,
+                root: None,
+            }],
+            partial: false,
+            omitted: Some(4),
+        };
+        insta::assert_json_snapshot!("symbols", symbols);
+    }
+
+    #[test]
+    fn durations_read_like_people_say_them() {
+        assert_eq!(human_duration(0.4), "0s");
+        assert_eq!(human_duration(59.4), "59s");
+        assert_eq!(human_duration(90.0), "1m30s");
+        assert_eq!(human_duration(f64::from(3 * 3600 + 120)), "3h02m");
+    }
+}
