@@ -6,82 +6,23 @@
 
 #[path = "support/fixture.rs"]
 mod fixture;
+#[path = "support/mcp_client.rs"]
+mod mcp_client;
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use mcp_client::Session;
+use serde_json::json;
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/polyglot");
-
-struct Session {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<String>,
-    next_id: u64,
-}
-
-impl Session {
-    fn start(root: &Path) -> Session {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_raggrep"))
-            .arg("mcp")
-            .arg(root)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let stdin = child.stdin.take();
-        Session { child, stdin, lines, next_id: 1 }
-    }
-
-    fn send(&mut self, message: &Value) {
-        let stdin = self.stdin.as_mut().unwrap();
-        writeln!(stdin, "{message}").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    /// Sends a request and returns its response (skipping notifications).
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }));
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let line = self.lines.recv_timeout(left).unwrap_or_else(|_| panic!("no answer to {method}"));
-            let message: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
-            if message["id"] == json!(id) {
-                assert!(message.get("error").is_none(), "{method} failed: {message}");
-                return message["result"].clone();
-            }
-        }
-    }
-
-    fn call(&mut self, tool: &str, arguments: Value) -> Value {
-        self.request("tools/call", json!({ "name": tool, "arguments": arguments }))
-    }
-}
 
 #[test]
 fn mcp_over_stdio() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("polyglot");
     fixture::copy_dir(Path::new(FIXTURE), &root);
-    let mut session = Session::start(&root);
+    let mut session = Session::start(env!("CARGO_BIN_EXE_raggrep"), &root);
 
     let init = session.request(
         "initialize",

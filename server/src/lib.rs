@@ -20,6 +20,7 @@ pub mod mcp;
 pub mod search;
 pub mod stdio;
 pub mod walk;
+pub mod wire;
 pub mod workspace;
 
 /// Content hash used for files and chunks: xxh3-128, stable across runs and platforms.

@@ -607,7 +607,8 @@ impl Workspace {
                     Err(_) => (false, false, None, None),
                 };
                 RootStatus {
-                    index: snapshot.as_ref().map(|s| s.stats()),
+                    // The root is said once, by the status itself.
+                    index: snapshot.as_ref().map(|s| IndexStats { root: String::new(), ..s.stats() }),
                     root: root.location.root.display().to_string(),
                     enabled,
                     indexing,
@@ -668,9 +669,10 @@ impl Workspace {
         let root_path = root.location.root.clone();
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             index::update(&root.location, self.embedder.as_ref(), &options, &mut |p| {
-                if let Progress::Chunked { .. } | Progress::Published { .. } = p {
+                if let Progress::Chunked { .. } | Progress::Published { .. } | Progress::Followed = p {
                     // A new generation is published (lexical search and the chunk list first,
-                    // then more embeddings every few seconds): let queries see it.
+                    // then more embeddings every few seconds; or by another process while this
+                    // one waits for the lock): let queries see it.
                     let current = root.snapshot.read().ok().and_then(|s| s.clone());
                     if let Ok(snapshot) = Snapshot::open_reusing(&root.location, current.as_deref())
                         && let Ok(mut slot) = root.snapshot.write()

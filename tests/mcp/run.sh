@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The MCP server driven by the official MCP Python SDK (PyPI `mcp`) over stdio.
-# Installs the SDK once into a cached venv, runs tests/mcp/test_stdio.py against the real binary
+# The MCP server driven by the official MCP Python SDK (PyPI `mcp`) over stdio and Streamable HTTP.
+# Installs the SDK once into a cached venv, runs tests/mcp/test_sdk.py against the real binary
 # on a copy of tests/fixtures/polyglot, and ends with "N passed, M failed".
 set -euo pipefail
 
@@ -19,4 +19,4 @@ if ! "$venv/bin/python" -c "import mcp, importlib.metadata as m, sys; sys.exit(m
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet "mcp==$MCP_SDK_VERSION"
 fi
-exec "$venv/bin/python" "$here/test_stdio.py" "$bin" "$repo/tests/fixtures/polyglot"
+exec "$venv/bin/python" "$here/test_sdk.py" "$bin" "$repo/tests/fixtures/polyglot"

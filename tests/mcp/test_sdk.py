@@ -1,19 +1,25 @@
-"""`raggrep mcp` driven by the official MCP Python SDK over stdio.
+"""`raggrep mcp` driven by the official MCP Python SDK over stdio and over Streamable HTTP.
 
-Usage: test_stdio.py RAGGREP_BIN FIXTURE_DIR. Copies the fixture to a temporary directory,
+Usage: test_sdk.py RAGGREP_BIN FIXTURE_DIR. Copies the fixture to a temporary directory,
 starts the real server on it (real model), calls every tool with good and bad arguments, and
-checks that a file written on disk during the session is found without a reindex call.
+checks that a file written on disk during the session is found without a reindex call. Then the
+same checks over HTTP (`raggrep mcp --http 127.0.0.1:0`), plus what only HTTP has: two clients
+at once, the endpoint path, browser origins refused, loopback only, SIGTERM ends the server.
 Ends with "N passed, M failed"; exits non-zero on any failure.
 """
 
 import json
 import os
 import shutil
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 import traceback
+import urllib.error
+import urllib.request
 
 import anyio
 from mcp import Client, StdioServerParameters
@@ -22,11 +28,13 @@ EXPECTED_TOOLS = {"search", "find_similar", "context", "outline", "find_symbol",
 
 passed = 0
 failed = 0
+phase = ""
 numbers = {}
 
 
 def check(name, condition, detail=""):
     global passed, failed
+    name = f"[{phase}] {name}" if phase else name
     if condition:
         passed += 1
         print(f"ok   {name}")
@@ -71,17 +79,79 @@ async def main(binary, fixture):
     params = StdioServerParameters(command=binary, args=["mcp", root], env={"RAGGREP_LOG": "warn"})
     try:
         async with Client(params, read_timeout_seconds=60) as client:
-            await run_checks(client, root)
+            await run_checks(client, root, "stdio")
         # Hosts that still speak the initialize handshake (pre-2026 protocol versions).
         async with Client(params, read_timeout_seconds=60, mode="legacy") as client:
             result = await call(client, "find_symbol", {"name": "validate_token"})
             check(f"legacy handshake ({client.protocol_version}): tools answer",
                   not result.is_error and client.server_info.name == "raggrep", text_of(result)[:200])
+        await http_checks(binary, root)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-async def run_checks(client, root):
+def start_http(binary, root, address="127.0.0.1:0"):
+    """Starts `raggrep mcp --http`; returns (process, url) once it prints where it serves."""
+    server = subprocess.Popen([binary, "mcp", "--http", address, root], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "RAGGREP_LOG": "warn"})
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        line = server.stderr.readline()
+        if not line:
+            break
+        if "serving http://" in line:
+            return server, line.strip().split("serving ", 1)[1]
+    server.kill()
+    raise RuntimeError(f"raggrep mcp --http did not start: {server.stderr.read()[:500]}")
+
+
+def http_status(url, headers=None, body=b"{}"):
+    request = urllib.request.Request(url, data=body, method="POST",
+                                     headers={"Content-Type": "application/json",
+                                              "Accept": "application/json, text/event-stream", **(headers or {})})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status
+    except urllib.error.HTTPError as err:
+        return err.code
+
+
+async def http_checks(binary, root):
+    server, url = start_http(binary, root)
+    try:
+        check("http: serves on loopback /mcp", url.startswith("http://127.0.0.1:") and url.endswith("/mcp"), url)
+        async with Client(url, read_timeout_seconds=60) as client:
+            await run_checks(client, root, "http")
+        # Two agents on one server at once.
+        async with Client(url, read_timeout_seconds=60) as first, Client(url, read_timeout_seconds=60) as second:
+            a, b = await call(first, "search", {"query": "validate token", "k": 3}), \
+                await call(second, "find_symbol", {"name": "validate_token"})
+            check("http: two clients at once", locations(a) and len((b.structured_content or {}).get("definitions", [])) == 1,
+                  text_of(a)[:100] + text_of(b)[:100])
+        async with Client(url, read_timeout_seconds=60, mode="legacy") as client:
+            result = await call(client, "find_symbol", {"name": "validate_token"})
+            check(f"http: legacy session handshake ({client.protocol_version})", not result.is_error, text_of(result)[:200])
+        other_path = url[: -len("/mcp")] + "/other"
+        check("http: other paths are 404", http_status(other_path) == 404)
+        refused = http_status(url, {"Origin": "http://evil.example"})
+        check("http: a browser Origin is refused", refused in (400, 403), f"status {refused}")
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            code = server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            code = "hung"
+        check("http: SIGTERM ends the server cleanly", code == 0, f"exit {code}")
+    outside = subprocess.run([binary, "mcp", "--http", "0.0.0.0:0", root], capture_output=True, text=True, timeout=60)
+    check("http: non-loopback address refused", outside.returncode == 2 and "loopback" in outside.stderr,
+          f"exit {outside.returncode}: {outside.stderr[-300:]}")
+
+
+async def run_checks(client, root, transport):
+    global phase
+    phase = transport
     # initialize
     info = client.server_info
     check("initialize: server info", info is not None and info.name == "raggrep", repr(info))
@@ -107,7 +177,7 @@ async def run_checks(client, root):
         if time.monotonic() - started > 180:
             break
         await anyio.sleep(0.2)
-    numbers["initial index (s)"] = round(time.monotonic() - started, 2)
+    numbers[f"{transport}: initial index (s)"] = round(time.monotonic() - started, 2)
     check("status: indexed, not partial", not status["partial"], repr(status)[:300])
     check("status: files counted", status["roots"][0].get("files", 0) >= 5, repr(status)[:300])
 
@@ -117,7 +187,7 @@ async def run_checks(client, root):
         t = time.monotonic()
         result = await call(client, "search", {"query": "check whether an API token is still valid", "k": 5})
         latencies.append((time.monotonic() - t) * 1000)
-    numbers["search latency p50 over MCP (ms)"] = round(statistics.median(latencies), 1)
+    numbers[f"{transport}: search latency p50 over MCP (ms)"] = round(statistics.median(latencies), 1)
     sc = result.structured_content or {}
     hits = sc.get("results", [])
     top = hits[0] if hits else {}
@@ -127,7 +197,7 @@ async def run_checks(client, root):
           repr(top))
     check("search: not stale, not partial", top.get("stale") is False and sc.get("partial") is False, repr(sc)[:200])
     check("search: token accounting", sc.get("tokens", 0) > 0 and sc.get("omitted") == 0, repr(sc)[:200])
-    numbers["tokens of a 5-hit search response"] = sc.get("tokens")
+    numbers[f"{transport}: tokens of a 5-hit search response"] = sc.get("tokens")
 
     small = (await call(client, "search", {"query": "token", "k": 10, "max_tokens": 150})).structured_content
     check("search: max_tokens leaves hits out and says so",
@@ -179,7 +249,7 @@ async def run_checks(client, root):
     source_excluded = all(not (l.startswith("src/auth.py:") and int(l.split(":")[1].split("-")[0]) <= end
                                and start <= int(l.split("-")[-1])) for l in locations(similar))
     check("find_similar: path range, source excluded",
-          not similar.is_error and locations(similar) and source_excluded and ss.get("source", "").startswith("src/auth.py:"),
+          not similar.is_error and locations(similar) and source_excluded and ss.get("source", {}).get("location", "").startswith("src/auth.py:"),
           text_of(similar)[:300])
     snippet = await call(client, "find_similar", {"code": "def is_valid(tok):\n    return tok in TOKENS and not expired(tok)\n"})
     check("find_similar: snippet", not snippet.is_error and locations(snippet), text_of(snippet)[:300])
@@ -217,18 +287,19 @@ async def run_checks(client, root):
     await expect_error(client, "error: outline missing file", "outline", {"path": "src/nope.py"}, "no such file")
 
     # Freshness: a file written on disk is found by the next searches, with no reindex call.
-    name = "compute_zebra_stripe_pattern_7391"
-    with open(os.path.join(root, "src", "fresh_feature.py"), "w") as f:
+    name = f"compute_zebra_stripe_pattern_{transport}_7391"
+    fresh = f"src/fresh_feature_{transport}.py"
+    with open(os.path.join(root, fresh), "w") as f:
         f.write(f'def {name}(width):\n    """Stripes for a zebra of the given width."""\n    return ["#" * (i % 3) for i in range(width)]\n')
     written = time.monotonic()
     found_after = None
     while time.monotonic() - written < 10:
         result = await call(client, "search", {"query": name, "k": 3})
-        if any(l.startswith("src/fresh_feature.py:") for l in locations(result)):
+        if any(l.startswith(fresh + ":") for l in locations(result)):
             found_after = time.monotonic() - written
             break
         await anyio.sleep(0.05)
-    numbers["file write to searchable (s)"] = None if found_after is None else round(found_after, 2)
+    numbers[f"{transport}: file write to searchable (s)"] = None if found_after is None else round(found_after, 2)
     check("freshness: new file searchable within 3 s, no reindex", found_after is not None and found_after < 3,
           f"found after {found_after}")
     symbol = (await call(client, "find_symbol", {"name": name})).structured_content
@@ -249,7 +320,7 @@ def entry():
 
 
 async def _with_timeout(binary, fixture):
-    with anyio.fail_after(400):
+    with anyio.fail_after(600):
         await main(binary, fixture)
 
 

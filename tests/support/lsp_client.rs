@@ -205,8 +205,11 @@ impl Client {
 
 impl Drop for Client {
     fn drop(&mut self) {
-        if !self.exited {
+        // Also after a failed shutdown_and_exit: a server left running would hold the test
+        // harness's output pipes open (and its memory) after the test.
+        if !self.exited || matches!(self.child.try_wait(), Ok(None)) {
             let _ = self.child.kill();
+            let _ = self.child.wait();
         }
     }
 }

@@ -11,15 +11,13 @@ use clap::{Parser, Subcommand};
 mod output;
 mod progress;
 
-pub use progress::human_duration;
-
 use crate::audit::{self, Door};
 use crate::chunk::{ChunkConfig, chunk_file};
 use crate::embed::{Assets, EmbedOptions, Embedder, OnnxEmbedder};
 use crate::index::{self, IndexLocation, IndexOptions, Snapshot, UpdateStats};
 use crate::lang::Language;
 use crate::search::{self, Mode, Query};
-use crate::walk;
+use crate::{walk, wire};
 
 #[derive(Parser)]
 #[command(name = "raggrep", version, about = "Local-first semantic code search")]
@@ -114,6 +112,10 @@ enum Command {
     Mcp {
         /// Workspace roots to index and search (default: the current directory).
         roots: Vec<PathBuf>,
+        /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (loopback only, e.g.
+        /// 127.0.0.1:8731; port 0 picks a free port, printed on stderr).
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
     },
     /// Print the chunks of one file (debugging the chunker).
     Chunk {
@@ -159,8 +161,16 @@ struct WalkArgs {
     include: Vec<String>,
 }
 
-/// Runs the CLI and returns the process exit code.
-pub fn run() -> i32 {
+/// What the command line asked for: the CLI's own work (done, with its exit code) or a server
+/// front door, which the binary starts (front doors do not call each other).
+pub enum Entry {
+    Done(i32),
+    Lsp,
+    Mcp { roots: Vec<PathBuf>, http: Option<std::net::SocketAddr>, model: Option<String>, ort_dylib: Option<PathBuf> },
+}
+
+/// Parses the command line and runs CLI commands; hands the servers back to the binary.
+pub fn run() -> Entry {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) if err.use_stderr() => {
@@ -168,25 +178,25 @@ pub fn run() -> i32 {
             let text = err.render().to_string();
             let first = text.lines().next().unwrap_or_default();
             let _ = writeln!(io::stderr(), "raggrep: {}", first.trim_start_matches("error: "));
-            return 2;
+            return Entry::Done(2);
         }
         Err(help) => {
             let _ = help.print();
-            return 0;
+            return Entry::Done(0);
         }
     };
     if matches!(cli.command, Command::Lsp) {
         // The language server installs its own logging (file, client, stderr) and has its own
         // exit codes (1: `exit` without `shutdown`, as the specification says).
-        return crate::lsp::run();
+        return Entry::Lsp;
     }
-    if let Command::Mcp { roots } = cli.command {
+    if let Command::Mcp { roots, http } = cli.command {
         // stdout is the protocol channel: logs go to stderr, as everywhere else.
         init_logging(&cli.log);
-        return crate::mcp::run(crate::mcp::Options { roots, model: cli.model, ort_dylib: cli.ort_dylib });
+        return Entry::Mcp { roots, http, model: cli.model, ort_dylib: cli.ort_dylib };
     }
     init_logging(&cli.log);
-    match dispatch(cli) {
+    Entry::Done(match dispatch(cli) {
         Ok(()) => 0,
         // The reader went away (`raggrep query … | head`): nothing left to say, as ripgrep does.
         Err(err) if is_broken_pipe(&err) => 0,
@@ -194,7 +204,7 @@ pub fn run() -> i32 {
             let _ = writeln!(io::stderr(), "raggrep: {}", one_line(&err));
             2
         }
-    }
+    })
 }
 
 fn init_logging(level: &str) {
@@ -369,7 +379,7 @@ fn cmd_query(
     audit_search(&snapshot, &request, &results);
     warn_degraded(results.degraded.as_deref());
     if json {
-        writeln!(out, "{}", serde_json::to_string(&results)?)?;
+        writeln!(out, "{}", serde_json::to_string(&search_response(&results))?)?;
     } else {
         output::print_hits(&mut out, &results)?;
     }
@@ -397,7 +407,11 @@ fn batch_queries(
         }
         number += 1;
         let answer = match std::str::from_utf8(&line) {
-            Err(_) => serde_json::json!({ "error": format!("line {number} is not valid UTF-8") }),
+            Err(_) => serde_json::to_value(wire::ErrorBody {
+                query: None,
+                error: format!("line {number} is not valid UTF-8"),
+                fix: None,
+            })?,
             Ok(text) => {
                 let request = Query { text: text.trim_end_matches(['\n', '\r']).to_string(), ..template.clone() };
                 match search::search(snapshot, embedder, &request) {
@@ -407,15 +421,23 @@ fn batch_queries(
                             warn_degraded(results.degraded.as_deref());
                             warned = results.degraded.is_some();
                         }
-                        serde_json::to_value(&results)?
+                        serde_json::to_value(search_response(&results))?
                     }
-                    Err(err) => serde_json::json!({ "query": request.text, "error": one_line(&err.into()) }),
+                    Err(err) => serde_json::to_value(wire::ErrorBody {
+                        query: Some(request.text),
+                        error: one_line(&err.into()),
+                        fix: None,
+                    })?,
                 }
             }
         };
         writeln!(out, "{answer}")?;
         out.flush()?;
     }
+}
+
+fn search_response(results: &search::SearchResults) -> wire::SearchResponse {
+    wire::SearchResponse::new(results, results.results.iter().map(wire::Hit::from_search).collect())
 }
 
 fn audit_search(snapshot: &Snapshot, query: &Query, results: &search::SearchResults) {
@@ -454,8 +476,9 @@ fn cmd_status(location: &IndexLocation, json: bool) -> Result<()> {
             // Status reports the damage; the next `index` or `query` rebuilds.
             let hint = "`raggrep index` rebuilds it";
             if json {
-                let value = serde_json::json!({ "root": location.root, "damaged": why, "fix": hint });
-                writeln!(out, "{value}")?;
+                let damaged =
+                    wire::Damaged { root: location.root.display().to_string(), damaged: why, fix: hint.to_string() };
+                writeln!(out, "{}", serde_json::to_string(&damaged)?)?;
             } else {
                 writeln!(out, "index of {} is damaged: {why}; {hint}", location.root.display())?;
             }

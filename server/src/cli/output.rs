@@ -54,7 +54,7 @@ pub fn print_status(out: &mut impl Write, s: &IndexStats) -> io::Result<()> {
     writeln!(
         out,
         "last update:   {} ago (generation {})",
-        super::progress::human_duration(ago as f64 / 1000.0),
+        crate::wire::human_duration(ago as f64 / 1000.0),
         s.generation
     )?;
     Ok(())

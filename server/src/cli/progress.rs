@@ -4,6 +4,7 @@ use std::io::{self, IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 use crate::index::Progress;
+use crate::wire::human_duration;
 
 pub struct Display {
     tty: bool,
@@ -34,8 +35,8 @@ impl Display {
             )),
             Progress::Embedding { done, total } => self.embedding(done, total),
             Progress::BuildingAnn { vectors } => self.line(&format!("building the HNSW graph over {vectors} vectors…")),
-            // The bar already shows embedding progress.
-            Progress::Published { .. } => {}
+            // The bar already shows embedding progress; a waiting CLI has no readers to update.
+            Progress::Published { .. } | Progress::Followed => {}
         }
     }
 
@@ -72,16 +73,5 @@ impl Display {
             let _ = writeln!(io::stderr());
             self.drawn = false;
         }
-    }
-}
-
-pub fn human_duration(seconds: f64) -> String {
-    let s = seconds.round() as u64;
-    if s >= 3600 {
-        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
-    } else if s >= 60 {
-        format!("{}m{:02}s", s / 60, s % 60)
-    } else {
-        format!("{s}s")
     }
 }

@@ -58,18 +58,26 @@ pub struct WriterLock {
     _file: File,
 }
 
+/// How often a waiting writer tries the lock again (and lets its caller look at what the other
+/// writer published meanwhile).
+const LOCK_POLL: std::time::Duration = std::time::Duration::from_millis(200);
+
 impl WriterLock {
-    /// Takes the lock, waiting for another writer to finish; `on_wait` runs once if we wait.
-    pub fn acquire(dir: &Path, on_wait: impl FnOnce()) -> io::Result<WriterLock> {
+    /// Takes the lock. While another writer holds it, calls `while_waiting` about every
+    /// [`LOCK_POLL`]; `false` from it gives up (`None`), e.g. on shutdown.
+    pub fn acquire(dir: &Path, mut while_waiting: impl FnMut() -> bool) -> io::Result<Option<WriterLock>> {
         let file = OpenOptions::new().create(true).truncate(false).write(true).open(dir.join("LOCK"))?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(fs::TryLockError::WouldBlock) => {
-                on_wait();
-                file.lock()?;
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(Some(WriterLock { _file: file })),
+                Err(fs::TryLockError::WouldBlock) => {
+                    if !while_waiting() {
+                        return Ok(None);
+                    }
+                    std::thread::sleep(LOCK_POLL);
+                }
+                Err(fs::TryLockError::Error(err)) => return Err(err),
             }
-            Err(fs::TryLockError::Error(err)) => return Err(err),
         }
-        Ok(WriterLock { _file: file })
     }
 }

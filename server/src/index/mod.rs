@@ -140,6 +140,8 @@ impl ChunkRef<'_> {
 /// Counts for `status`.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct IndexStats {
+    /// Empty (and left out) inside a workspace status, which names its root itself.
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub root: String,
     pub index_dir: String,
     pub generation: u64,

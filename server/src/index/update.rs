@@ -97,6 +97,8 @@ pub enum Progress {
     BuildingAnn {
         vectors: usize,
     },
+    /// While waiting: the other writer published a generation; readers may reopen.
+    Followed,
     /// An intermediate generation with more embedded chunks was published (every
     /// `commit_interval` while embedding); readers may reopen.
     Published {
@@ -138,8 +140,28 @@ pub fn update(
         write_atomic(&ignore_file, b"# raggrep's index: never commit it.\n*\n")
             .map_err(|e| IndexError::io(&ignore_file, e))?;
     }
-    let _lock = WriterLock::acquire(&location.dir, || progress(Progress::Waiting))
-        .map_err(|e| IndexError::io(&location.dir.join("LOCK"), e))?;
+    // Another process (an editor's server, an agent's, a CLI run) may be writing: wait for it,
+    // and meanwhile pass on every generation it publishes, so this process's readers follow its
+    // progress instead of waiting for a pass of their own (which then finds little to do).
+    let mut waiting = false;
+    let mut seen = read_current(&location.dir).ok().flatten();
+    let lock = WriterLock::acquire(&location.dir, || {
+        if !waiting {
+            waiting = true;
+            progress(Progress::Waiting);
+        }
+        let now = read_current(&location.dir).ok().flatten();
+        if now.is_some() && now != seen {
+            seen = now;
+            progress(Progress::Followed);
+        }
+        !cancelled(options)
+    })
+    .map_err(|e| IndexError::io(&location.dir.join("LOCK"), e))?;
+    let Some(_lock) = lock else {
+        // Cancelled while another process wrote: nothing was read, nothing to publish.
+        return Ok(UpdateStats { seconds: start.elapsed().as_secs_f64(), ..UpdateStats::default() });
+    };
     let info = embedder.info().clone();
     let (previous, rebuilt) = load_previous(location, &info);
     if let Some(reason) = &rebuilt {

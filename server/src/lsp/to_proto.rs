@@ -7,6 +7,7 @@ use std::path::Path;
 use tower_lsp_server::ls_types::{Location, Position, Range, SymbolInformation, SymbolKind, Uri};
 
 use crate::chunk::ChunkKind;
+use crate::wire;
 use crate::workspace::RootHit;
 
 pub fn uri(path: &Path) -> Option<Uri> {
@@ -53,15 +54,10 @@ pub fn symbol_information(hit: &RootHit) -> Option<SymbolInformation> {
     })
 }
 
-/// A hit as JSON for the custom commands: the CLI's hit object plus `uri` and `range`.
-pub fn hit_json(hit: &RootHit) -> serde_json::Value {
-    let mut value = serde_json::to_value(&hit.hit).unwrap_or_default();
-    if let Some(object) = value.as_object_mut() {
-        if let Some(uri) = uri(&crate::walk::resolve(&hit.root, &hit.hit.path)) {
-            object.insert("uri".into(), serde_json::json!(uri));
-        }
-        object.insert("range".into(), serde_json::json!(line_range(hit.hit.start_line, hit.hit.end_line)));
-        object.insert("root".into(), serde_json::json!(hit.root.display().to_string()));
-    }
-    value
+/// A hit as the custom commands send it: the shared wire hit plus `uri` and `range`.
+pub fn hit(hit: &RootHit) -> wire::Hit {
+    let mut out = wire::Hit::new(hit, true);
+    out.uri = uri(&crate::walk::resolve(&hit.root, &hit.hit.path)).map(|u| u.as_str().to_string());
+    out.range = Some(wire::LineRange::whole_lines(hit.hit.start_line, hit.hit.end_line));
+    out
 }

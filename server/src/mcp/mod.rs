@@ -9,6 +9,7 @@
 //! and retry, where a protocol error often ends its turn.
 
 mod confine;
+mod http;
 mod watch;
 
 use std::path::{Path, PathBuf};
@@ -20,13 +21,13 @@ use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabiliti
 use rmcp::{ErrorData, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use crate::chunk::{ChunkConfig, ChunkKind, estimate_tokens, outline};
 use crate::embed::{Assets, EmbedOptions, OnnxEmbedder};
 use crate::index::{Progress, UpdateStats};
 use crate::lang::Language;
 use crate::search::{Mode, Query};
+use crate::wire;
 use crate::workspace::{Events, MemoryLevel, ProjectConfig, RootHit, Settings, Workspace};
 
 /// Results per call when `k` is not given.
@@ -47,10 +48,17 @@ pub struct Options {
     pub roots: Vec<PathBuf>,
     pub model: Option<String>,
     pub ort_dylib: Option<PathBuf>,
+    /// Serve Streamable HTTP on this loopback address instead of stdio.
+    pub http: Option<std::net::SocketAddr>,
 }
 
-/// Runs the MCP server on stdin/stdout until the client closes stdin. Returns the exit code.
+/// Runs the MCP server on stdin/stdout until the client closes stdin, or with `--http` on a
+/// loopback address until SIGINT/SIGTERM. Returns the exit code.
 pub fn run(options: Options) -> i32 {
+    if let Some(Err(message)) = options.http.as_ref().map(http::check_loopback) {
+        tracing::error!("{message}");
+        return 2;
+    }
     let protocol_out = match crate::stdio::protect_stdout() {
         Ok(out) => out,
         Err(err) => {
@@ -105,11 +113,24 @@ pub fn run(options: Options) -> i32 {
         }
     };
     let server = RaggrepMcp::new(Arc::clone(&workspace));
-    let served = runtime.block_on(async move {
-        let service = server.serve((tokio::io::stdin(), protocol_out)).await?;
-        service.waiting().await?;
-        anyhow::Ok(())
-    });
+    let served = match options.http {
+        None => runtime.block_on(async move {
+            let service = server.serve((tokio::io::stdin(), protocol_out)).await?;
+            service.waiting().await?;
+            anyhow::Ok(())
+        }),
+        Some(addr) => runtime.block_on(async move {
+            let stop = tokio_util::sync::CancellationToken::new();
+            tokio::spawn(stop_on_signal(stop.clone()));
+            http::serve(Arc::clone(&server.workspace), addr, stop, |bound| {
+                // The one line a user (or a test with port 0) needs; stdout stays quiet.
+                use std::io::Write;
+                let _ = writeln!(std::io::stderr(), "raggrep mcp: serving http://{bound}{}", http::ENDPOINT);
+            })
+            .await
+            .map_err(|err| anyhow::anyhow!("cannot serve on {addr}: {err}"))
+        }),
+    };
     drop(watcher);
     workspace.shutdown();
     // Reading stdin occupies a blocking thread that never returns on its own.
@@ -121,6 +142,24 @@ pub fn run(options: Options) -> i32 {
             1
         }
     }
+}
+
+/// Cancels `stop` on SIGINT or SIGTERM: how an HTTP server is told to finish.
+async fn stop_on_signal(stop: tokio_util::sync::CancellationToken) {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut terminate) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = terminate.recv() => {}
+            }
+        }
+        Err(err) => {
+            tracing::warn!("cannot listen for SIGTERM ({err}); stop the server with Ctrl-C");
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+    stop.cancel();
 }
 
 /// Indexing events go to the log (stderr): MCP has no progress channel without a request.
@@ -261,8 +300,12 @@ fn failure(message: impl Into<String>) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(message.into())])
 }
 
-fn success(value: Value) -> CallToolResult {
-    CallToolResult::structured(value)
+/// A tool's answer: one of the wire types, as structured content.
+fn success(value: impl serde::Serialize) -> CallToolResult {
+    match serde_json::to_value(value) {
+        Ok(value) => CallToolResult::structured(value),
+        Err(err) => failure(format!("cannot encode the answer: {err}")),
+    }
 }
 
 /// `k` from the model: 0 is refused, anything above [`MAX_K`] is capped (and said so).
@@ -300,25 +343,21 @@ fn is_stale(workspace: &Workspace, hit: &RootHit) -> bool {
     }
 }
 
-/// Hits as the model sees them, added while the response stays within `budget` tokens.
-fn hits_json(workspace: &Workspace, hits: &[RootHit], budget: usize, overhead: usize) -> (Vec<Value>, usize, usize) {
+/// Hits as the model sees them, added while the response stays within `budget` tokens
+/// (`overhead`: the tokens of the rest of the response).
+fn budgeted_hits(
+    workspace: &Workspace,
+    hits: &[RootHit],
+    budget: usize,
+    overhead: usize,
+) -> (Vec<wire::Hit>, wire::Budget) {
     let several_roots = workspace.roots().len() > 1;
     let mut out = Vec::new();
     let mut tokens = overhead;
     for hit in hits {
-        let h = &hit.hit;
-        let mut value = json!({
-            "location": format!("{}:{}-{}", h.path, h.start_line, h.end_line),
-            "symbol": h.symbol,
-            "kind": h.kind.name(),
-            "score": (f64::from(h.score) * 1000.0).round() / 1000.0,
-            "stale": is_stale(workspace, hit),
-            "snippet": h.snippet,
-        });
-        if several_roots {
-            value["root"] = json!(hit.root.display().to_string());
-        }
-        let cost = estimate_tokens(&value.to_string());
+        let mut value = wire::Hit::new(hit, several_roots).for_model();
+        value.stale = Some(is_stale(workspace, hit));
+        let cost = estimate_tokens(&serde_json::to_string(&value).unwrap_or_default());
         if tokens + cost > budget {
             break;
         }
@@ -326,13 +365,19 @@ fn hits_json(workspace: &Workspace, hits: &[RootHit], budget: usize, overhead: u
         out.push(value);
     }
     let omitted = hits.len() - out.len();
-    (out, omitted, tokens)
+    (out, wire::Budget { tokens, omitted })
 }
 
 /// Members (methods of classes, impls, traits …) named `name` (or qualified `wanted`, with `.`
 /// separators) inside the indexed files that hold container chunks, from the files' syntax
 /// trees. Adds up to [`MAX_SYMBOLS`] entries to `found`; returns how many there are.
-fn members_named(ws: &Workspace, name: &str, wanted: &str, several_roots: bool, found: &mut Vec<Value>) -> usize {
+fn members_named(
+    ws: &Workspace,
+    name: &str,
+    wanted: &str,
+    several_roots: bool,
+    found: &mut Vec<wire::SymbolDefinition>,
+) -> usize {
     let mut total = 0;
     for (root, snapshot) in ws.snapshots() {
         let mut files: Vec<(&str, Language)> = Vec::new();
@@ -361,15 +406,12 @@ fn members_named(ws: &Workspace, name: &str, wanted: &str, several_roots: bool, 
                 }
                 total += 1;
                 if found.len() < MAX_SYMBOLS {
-                    let mut entry = json!({
-                        "location": format!("{path}:{}-{}", definition.start_line, definition.end_line),
-                        "symbol": definition.symbol,
-                        "kind": definition.kind.name(),
+                    found.push(wire::SymbolDefinition {
+                        location: wire::location(path, definition.start_line, definition.end_line),
+                        symbol: definition.symbol,
+                        kind: definition.kind,
+                        root: several_roots.then(|| root.display().to_string()),
                     });
-                    if several_roots {
-                        entry["root"] = json!(root.display().to_string());
-                    }
-                    found.push(entry);
                 }
             }
         }
@@ -403,7 +445,7 @@ impl RaggrepMcp {
     }
 
     #[tool(
-        description = "Search the codebase by meaning and keywords. Returns ranked hits: location (path:start-end, 1-based lines), symbol, kind, score, a short snippet, and stale (the file changed since it was indexed). Also partial (indexing still running: results cover what is indexed so far), omitted (hits left out to stay within max_tokens) and degraded (why ranking is worse than usual) when set."
+        description = "Search the codebase by meaning and keywords. Returns ranked hits: location (path:start-end, 1-based inclusive lines), symbol, kind, language, score, a short snippet, and stale (the file changed since it was indexed); tokens (estimated size of the response). Also partial (indexing still running: results cover what is indexed so far), omitted (hits left out to stay within max_tokens) and degraded (why ranking is worse than usual) when set."
     )]
     async fn search(&self, Parameters(args): Parameters<SearchArgs>) -> Result<CallToolResult, ErrorData> {
         Ok(self.search_inner(args).await.unwrap_or_else(failure))
@@ -432,26 +474,27 @@ impl RaggrepMcp {
         let started = std::time::Instant::now();
         self.blocking(move |ws| {
             let hits = ws.search(&query).map_err(|e| e.to_string())?;
-            let mut response = json!({ "partial": ws.is_partial() });
-            if let Some(degraded) = ws.degraded(query.mode) {
-                response["degraded"] = json!(degraded);
-            }
-            if let Some(asked) = capped {
-                response["k_capped"] = json!(format!("k {asked} was capped at {MAX_K}"));
-            }
-            let overhead = estimate_tokens(&response.to_string()) + 20;
-            let (results, omitted, tokens) = hits_json(ws, &hits, budget, overhead);
-            response["results"] = json!(results);
-            response["omitted"] = json!(omitted);
-            response["tokens"] = json!(tokens);
-            response["took_ms"] = json!((started.elapsed().as_secs_f64() * 10_000.0).round() / 10.0);
+            let mut response = wire::SearchResponse {
+                query: query.text.clone(),
+                took_ms: 0.0,
+                partial: ws.is_partial(),
+                degraded: ws.degraded(query.mode),
+                results: Vec::new(),
+                budget: Some(wire::Budget { tokens: 0, omitted: 0 }),
+                k_capped: capped.map(|asked| format!("k {asked} was capped at {MAX_K}")),
+            };
+            let overhead = estimate_tokens(&serde_json::to_string(&response).unwrap_or_default());
+            let (results, budget) = budgeted_hits(ws, &hits, budget, overhead);
+            response.results = results;
+            response.budget = Some(budget);
+            response.took_ms = (started.elapsed().as_secs_f64() * 10_000.0).round() / 10.0;
             Ok(success(response))
         })
         .await
     }
 
     #[tool(
-        description = "Find code similar to a piece of code: either path + start_line + end_line (a range of a file in the workspace; the source itself is excluded from the results) or code (a pasted snippet). Returns hits like search: location, symbol, kind, score, snippet, stale; source is the range actually used (widened to whole indexed units)."
+        description = "Find code similar to a piece of code: either path + start_line + end_line (a range of a file in the workspace; the source itself is excluded from the results) or code (a pasted snippet). Returns hits like search: location, symbol, kind, score, snippet, stale; source.location is the range actually used (widened to whole indexed units), or snippet."
     )]
     async fn find_similar(&self, Parameters(args): Parameters<FindSimilarArgs>) -> Result<CallToolResult, ErrorData> {
         Ok(self.find_similar_inner(args).await.unwrap_or_else(failure))
@@ -471,14 +514,13 @@ impl RaggrepMcp {
                 let query = Query { k, mode: Mode::Dense, ..Query::new(code) };
                 self.blocking(move |ws| {
                     let hits = ws.search(&query).map_err(|e| e.to_string())?;
-                    let (results, omitted, tokens) = hits_json(ws, &hits, budget, 20);
-                    Ok(success(json!({
-                        "source": "snippet",
-                        "partial": ws.is_partial(),
-                        "results": results,
-                        "omitted": omitted,
-                        "tokens": tokens,
-                    })))
+                    let (results, budget) = budgeted_hits(ws, &hits, budget, 20);
+                    Ok(success(wire::SimilarResponse {
+                        source: wire::Source::snippet(),
+                        partial: ws.is_partial(),
+                        results,
+                        budget: Some(budget),
+                    }))
                 })
                 .await
             }
@@ -495,14 +537,13 @@ impl RaggrepMcp {
                 self.blocking(move |ws| {
                     let (hits, (from, to)) =
                         ws.find_similar(&file.absolute, start, end, k).map_err(|e| e.to_string())?;
-                    let (results, omitted, tokens) = hits_json(ws, &hits, budget, 30);
-                    Ok(success(json!({
-                        "source": format!("{}:{from}-{to}", file.relative),
-                        "partial": ws.is_partial(),
-                        "results": results,
-                        "omitted": omitted,
-                        "tokens": tokens,
-                    })))
+                    let (results, budget) = budgeted_hits(ws, &hits, budget, 40);
+                    Ok(success(wire::SimilarResponse {
+                        source: wire::Source::lines(&file.relative, from, to),
+                        partial: ws.is_partial(),
+                        results,
+                        budget: Some(budget),
+                    }))
                 })
                 .await
             }
@@ -521,12 +562,7 @@ impl RaggrepMcp {
             let budget = check_budget(args.max_tokens)?;
             self.blocking(move |ws| {
                 let context = ws.context(&question, budget).map_err(|e| e.to_string())?;
-                Ok(success(json!({
-                    "text": context.text,
-                    "tokens": context.tokens,
-                    "sources": context.sources,
-                    "partial": ws.is_partial(),
-                })))
+                Ok(success(wire::ContextResponse::new(context, ws.is_partial())))
             })
             .await
         };
@@ -553,18 +589,11 @@ impl RaggrepMcp {
                     .map_err(|e| format!("cannot read {}: {e}", file.relative))?;
                 let language = Language::from_path(&file.absolute);
                 let definitions = outline(&text, language, &ChunkConfig::default());
-                Ok(success(json!({
-                    "path": file.relative,
-                    "language": language.name(),
-                    "definitions": definitions
-                        .into_iter()
-                        .map(|d| json!({
-                            "symbol": d.symbol,
-                            "kind": d.kind.name(),
-                            "lines": format!("{}-{}", d.start_line, d.end_line),
-                        }))
-                        .collect::<Vec<_>>(),
-                })))
+                Ok(success(wire::Outline {
+                    path: file.relative,
+                    language,
+                    definitions: definitions.into_iter().map(wire::OutlineEntry::from).collect(),
+                }))
             })
             .await
         };
@@ -585,10 +614,11 @@ impl RaggrepMcp {
                 let normal = |s: &str| s.replace("::", ".");
                 let wanted = normal(&name);
                 let several_roots = ws.roots().len() > 1;
-                let mut found: Vec<Value> = Vec::new();
+                let mut found: Vec<wire::SymbolDefinition> = Vec::new();
                 let mut total = 0usize;
                 for (root, snapshot) in ws.snapshots() {
-                    let mut previous: Option<(String, String, u32, usize)> = None;
+                    // The entry the previous chunk went into, to merge pieces of one definition.
+                    let mut previous: Option<(String, String, u32, u32, usize)> = None;
                     for index in 0..snapshot.chunk_count() {
                         let Some(chunk) = snapshot.chunk(index) else { continue };
                         if chunk.symbol.is_empty() {
@@ -599,32 +629,33 @@ impl RaggrepMcp {
                             continue;
                         }
                         // Pieces of one split definition are listed once, whole.
-                        if let Some((path, symbol, end, slot)) = &mut previous
+                        if let Some((path, symbol, start, end, slot)) = &mut previous
                             && path.as_str() == chunk.path
                             && *symbol == symbol_path
                             && chunk.start_line <= *end + 1
                             && let Some(entry) = found.get_mut(*slot)
                         {
                             *end = (*end).max(chunk.end_line);
-                            let start = entry["start"].as_u64().unwrap_or(1);
-                            entry["location"] = json!(format!("{path}:{start}-{end}"));
+                            entry.location = wire::location(path, *start, *end);
                             continue;
                         }
                         total += 1;
                         if found.len() >= MAX_SYMBOLS {
                             continue;
                         }
-                        let mut entry = json!({
-                            "location": format!("{}:{}-{}", chunk.path, chunk.start_line, chunk.end_line),
-                            "symbol": symbol_path,
-                            "kind": chunk.kind.name(),
-                            "start": chunk.start_line,
+                        previous = Some((
+                            chunk.path.to_string(),
+                            symbol_path.clone(),
+                            chunk.start_line,
+                            chunk.end_line,
+                            found.len(),
+                        ));
+                        found.push(wire::SymbolDefinition {
+                            location: wire::location(chunk.path, chunk.start_line, chunk.end_line),
+                            symbol: symbol_path,
+                            kind: chunk.kind,
+                            root: several_roots.then(|| root.display().to_string()),
                         });
-                        if several_roots {
-                            entry["root"] = json!(root.display().to_string());
-                        }
-                        previous = Some((chunk.path.to_string(), symbol_path, chunk.end_line, found.len()));
-                        found.push(entry);
                     }
                 }
                 if found.is_empty() {
@@ -632,15 +663,12 @@ impl RaggrepMcp {
                     // chunk of their own. Look inside the files holding such containers.
                     total = members_named(ws, &name, &wanted, several_roots, &mut found);
                 }
-                for entry in &mut found {
-                    if let Some(object) = entry.as_object_mut() {
-                        object.remove("start");
-                    }
-                }
-                let mut response = json!({ "name": name, "definitions": found, "partial": ws.is_partial() });
-                if total > MAX_SYMBOLS {
-                    response["omitted"] = json!(total - MAX_SYMBOLS);
-                }
+                let response = wire::SymbolDefinitions {
+                    name,
+                    definitions: found,
+                    partial: ws.is_partial(),
+                    omitted: (total > MAX_SYMBOLS).then(|| total - MAX_SYMBOLS),
+                };
                 Ok(success(response))
             })
             .await
@@ -649,15 +677,10 @@ impl RaggrepMcp {
     }
 
     #[tool(
-        description = "Index status per workspace root: files, chunks, embedded and pending chunks, whether indexing is running (partial), the model, the last error and why indexing is off or limited."
+        description = "Index status per workspace root (roots; the first root's fields are repeated at the top level): files, chunks, embedded and pending chunks, whether indexing is running (partial), the model, the last error and why indexing is off or limited."
     )]
     async fn status(&self) -> Result<CallToolResult, ErrorData> {
-        let result = self
-            .blocking(|ws| {
-                let roots = serde_json::to_value(ws.status()).map_err(|e| e.to_string())?;
-                Ok(success(json!({ "partial": ws.is_partial(), "roots": roots })))
-            })
-            .await;
+        let result = self.blocking(|ws| Ok(success(wire::StatusResponse::new(ws.status())))).await;
         Ok(result.unwrap_or_else(failure))
     }
 
@@ -666,7 +689,7 @@ impl RaggrepMcp {
     )]
     async fn reindex(&self) -> Result<CallToolResult, ErrorData> {
         self.workspace.reindex();
-        Ok(success(json!({ "queued": self.workspace.roots().len() })))
+        Ok(success(wire::Queued { queued: self.workspace.roots().len() }))
     }
 }
 
@@ -727,12 +750,12 @@ mod tests {
         std::fs::remove_file(&file).unwrap();
         assert!(is_stale(&ws, beta), "a deleted file is stale");
 
-        let (all, omitted, tokens) = hits_json(&ws, &hits, usize::MAX, 0);
-        assert_eq!((all.len(), omitted), (hits.len(), 0));
-        assert!(tokens > 0);
-        let (none, omitted, _) = hits_json(&ws, &hits, tokens - 1, 0);
-        assert_eq!(none.len() + omitted, hits.len());
-        assert!(omitted > 0);
+        let (all, budget) = budgeted_hits(&ws, &hits, usize::MAX, 0);
+        assert_eq!((all.len(), budget.omitted), (hits.len(), 0));
+        assert!(budget.tokens > 0);
+        let (none, tight) = budgeted_hits(&ws, &hits, budget.tokens - 1, 0);
+        assert_eq!(none.len() + tight.omitted, hits.len());
+        assert!(tight.omitted > 0);
         ws.shutdown();
     }
 

@@ -1,0 +1,153 @@
+//! `workspace/executeCommand`: the `raggrep.*` commands. Each answers with a type of
+//! [`crate::wire`], the contract the CLI's JSON and the MCP tools share.
+
+use serde_json::Value;
+use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
+use tower_lsp_server::ls_types::*;
+
+use super::{Backend, COMMANDS, file_path, invalid, to_proto};
+use crate::lang::Language;
+use crate::search::{Mode, Query};
+use crate::wire;
+
+/// 1-based inclusive lines of an LSP range (an end at column 0 does not include that line).
+fn lines_of(range: &Range) -> (u32, u32) {
+    let start = range.start.line + 1;
+    let end =
+        if range.end.character == 0 && range.end.line > range.start.line { range.end.line } else { range.end.line + 1 };
+    (start, end.max(start))
+}
+
+#[derive(serde::Deserialize)]
+struct SearchArgs {
+    query: String,
+    k: Option<usize>,
+    mode: Option<String>,
+    path: Option<String>,
+    lang: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct SimilarArgs {
+    uri: Uri,
+    range: Range,
+    k: Option<usize>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ContextArgs {
+    query: String,
+    max_tokens: Option<usize>,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct ToggleArgs {
+    enabled: Option<bool>,
+    uri: Option<Uri>,
+}
+
+fn parse_args<T: serde::de::DeserializeOwned>(command: &str, arguments: &[Value]) -> Result<T> {
+    let first = arguments.first().cloned().unwrap_or(Value::Null);
+    serde_json::from_value(first).map_err(|e| invalid(format!("{command}: invalid arguments: {e}")))
+}
+
+pub(super) async fn execute_command(backend: &Backend, params: ExecuteCommandParams) -> Result<Option<LSPAny>> {
+    backend.wait_for_roots().await;
+    let command = params.command.as_str();
+    let args = params.arguments;
+    let default_k = backend.state.settings.lock().map(|s| s.default_k).unwrap_or(10);
+    match command {
+        "raggrep.search" => {
+            let a: SearchArgs = parse_args(command, &args)?;
+            let mode = match a.mode.as_deref() {
+                None => Mode::Hybrid,
+                Some(m) => Mode::parse(m).ok_or_else(|| invalid(format!("unknown mode {m:?}")))?,
+            };
+            let language = match a.lang.as_deref() {
+                None => None,
+                Some(l) => Some(Language::from_name(l).ok_or_else(|| invalid(format!("unknown language {l:?}")))?),
+            };
+            let query =
+                Query { k: a.k.unwrap_or(default_k), mode, path_glob: a.path, language, ..Query::new(a.query.clone()) };
+            let started = std::time::Instant::now();
+            let (hits, partial, degraded) =
+                backend.blocking(move |ws| Ok((ws.search(&query)?, ws.is_partial(), ws.degraded(query.mode)))).await?;
+            reply(wire::SearchResponse {
+                query: a.query,
+                took_ms: started.elapsed().as_secs_f64() * 1000.0,
+                partial,
+                degraded,
+                results: hits.iter().map(to_proto::hit).collect(),
+                budget: None,
+                k_capped: None,
+            })
+        }
+        "raggrep.findSimilar" => {
+            let a: SimilarArgs = parse_args(command, &args)?;
+            let path = file_path(&a.uri)?;
+            let (start, end) = lines_of(&a.range);
+            let k = a.k.unwrap_or(default_k);
+            let (hits, (from, to), relative, partial) = backend
+                .blocking(move |ws| {
+                    let (hits, lines) = ws.find_similar(&path, start, end, k)?;
+                    let relative = ws.locate(&path).map(|(_, rel)| rel).unwrap_or_default();
+                    Ok((hits, lines, relative, ws.is_partial()))
+                })
+                .await?;
+            let mut source = wire::Source::lines(&relative, from, to);
+            source.uri = Some(a.uri.as_str().to_string());
+            source.range = Some(wire::LineRange::whole_lines(from, to));
+            reply(wire::SimilarResponse {
+                source,
+                partial,
+                results: hits.iter().map(to_proto::hit).collect(),
+                budget: None,
+            })
+        }
+        "raggrep.context" => {
+            let a: ContextArgs = parse_args(command, &args)?;
+            let max_tokens = a.max_tokens.unwrap_or(2000);
+            let (context, partial) =
+                backend.blocking(move |ws| Ok((ws.context(&a.query, max_tokens)?, ws.is_partial()))).await?;
+            reply(wire::ContextResponse::new(context, partial))
+        }
+        "raggrep.reindex" => {
+            let workspace = backend.workspace()?;
+            workspace.reindex();
+            reply(wire::Queued { queued: workspace.roots().len() })
+        }
+        "raggrep.status" => {
+            let statuses = backend.blocking(|ws| Ok(ws.status())).await?;
+            reply(wire::StatusResponse::new(statuses))
+        }
+        "raggrep.toggle" => {
+            let a: ToggleArgs = if args.is_empty() { ToggleArgs::default() } else { parse_args(command, &args)? };
+            let workspace = backend.workspace()?;
+            let roots = match &a.uri {
+                Some(uri) => {
+                    let path = file_path(uri)?;
+                    workspace.locate(&path).map(|(root, _)| vec![root]).unwrap_or_default()
+                }
+                None => workspace.roots(),
+            };
+            let mut result = Vec::new();
+            for root in roots {
+                let enabled = a.enabled.unwrap_or(!workspace.is_enabled(&root));
+                workspace.set_enabled(&root, enabled).map_err(|e| invalid(e.to_string()))?;
+                result.push(wire::RootEnabled { root: root.display().to_string(), enabled });
+            }
+            reply(wire::Toggled { roots: result })
+        }
+        other => Err(invalid(format!("unknown command {other:?}; raggrep knows {}", COMMANDS.join(", ")))),
+    }
+}
+
+/// A command's answer: one of the wire types, as JSON.
+fn reply(value: impl serde::Serialize) -> Result<Option<LSPAny>> {
+    serde_json::to_value(value).map(Some).map_err(|err| Error {
+        code: ErrorCode::InternalError,
+        message: format!("cannot encode the answer: {err}").into(),
+        data: None,
+    })
+}

@@ -1,0 +1,98 @@
+//! `raggrep mcp --http ADDR`: the same tools over Streamable HTTP, for hosts that connect to a
+//! URL instead of starting a process. Loopback only: the server reads the user's code and has no
+//! authentication, so it must not be reachable from other machines, and requests that carry a
+//! browser `Origin` are refused (a web page must not be able to drive it).
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use http_body_util::BodyExt;
+use hyper::body::{Bytes, Incoming};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio_util::sync::CancellationToken;
+
+use super::RaggrepMcp;
+use crate::workspace::Workspace;
+
+/// The one path the endpoint answers on (the convention of MCP hosts' examples).
+pub const ENDPOINT: &str = "/mcp";
+
+/// Refuses addresses other hosts could reach.
+pub fn check_loopback(addr: &SocketAddr) -> Result<(), String> {
+    if addr.ip().is_loopback() {
+        Ok(())
+    } else {
+        Err(format!(
+            "--http {addr}: raggrep serves MCP over HTTP on loopback only (127.0.0.1 or [::1]); it has no authentication"
+        ))
+    }
+}
+
+/// Serves until `stop` is cancelled (SIGINT/SIGTERM in `run`). `ready` receives the bound
+/// address (useful with port 0).
+pub async fn serve(
+    workspace: Arc<Workspace>,
+    addr: SocketAddr,
+    stop: CancellationToken,
+    ready: impl FnOnce(SocketAddr),
+) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(["localhost", "127.0.0.1", "::1", "[::1]"])
+        .enforce_origin_validation()
+        .with_cancellation_token(stop.child_token());
+    let service = StreamableHttpService::new(
+        move || Ok(RaggrepMcp::new(Arc::clone(&workspace))),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    ready(bound);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(pair) => pair,
+                Err(err) => {
+                    // Out of file descriptors and the like: keep serving the connections we have.
+                    tracing::warn!("accept failed: {err}");
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            () = stop.cancelled() => return Ok(()),
+        };
+        let service = service.clone();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let handler = hyper::service::service_fn(move |request: Request<Incoming>| {
+                let service = service.clone();
+                async move {
+                    if request.uri().path() != ENDPOINT {
+                        return Ok::<_, Infallible>(not_found(request.uri().path()));
+                    }
+                    Ok(service.handle(request).await)
+                }
+            });
+            let connection = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), handler);
+            tokio::select! {
+                served = connection => {
+                    if let Err(err) = served {
+                        tracing::debug!("connection from {peer}: {err}");
+                    }
+                }
+                () = stop.cancelled() => {}
+            }
+        });
+    }
+}
+
+fn not_found(path: &str) -> Response<http_body_util::combinators::BoxBody<Bytes, Infallible>> {
+    let body = format!("raggrep serves MCP on {ENDPOINT}, not on {path}\n");
+    let mut response = Response::new(http_body_util::Full::new(Bytes::from(body)).boxed());
+    *response.status_mut() = StatusCode::NOT_FOUND;
+    response
+}
