@@ -100,6 +100,8 @@ def main() -> None:
     ap.add_argument("--eval-every", type=int, default=100, help="steps between validation runs")
     ap.add_argument("--patience", type=int, default=4, help="validation runs without gain")
     ap.add_argument("--max-minutes", type=float, default=50.0, help="training wall-clock budget")
+    ap.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (0: no limit)")
+    ap.add_argument("--params-out", default="", help="params.npz path (default: training/qtower/params.npz)")
     ap.add_argument("--val-frac", type=float, default=0.2)
     ap.add_argument("--seed", type=int, default=16)
     ap.add_argument("--out", default=os.path.join(HERE, "out"))
@@ -261,7 +263,7 @@ def main() -> None:
             if n_step % 20 == 0:
                 log(f"  step {n_step} (epoch {epoch}, {bi + 1}/{len(batches)})  loss {np.mean(losses[-20:]):.4f}"
                     f"  {(time.time() - t_train) / n_step:.2f}s/step")
-            over = (time.time() - t_train) / 60 > args.max_minutes
+            over = (time.time() - t_train) / 60 > args.max_minutes or n_step == args.max_steps
             if n_step % args.eval_every == 0 or over or (epoch == args.epochs and bi == len(batches) - 1):
                 vres = validate(tp)
                 vm = macro(vres)
@@ -282,7 +284,8 @@ def main() -> None:
                 if stale >= args.patience:
                     stop = f"early stop: no validation gain in {args.patience} evaluations"
                 elif over:
-                    stop = f"time budget of {args.max_minutes} min reached"
+                    stop = (f"--max-steps {args.max_steps} reached" if n_step == args.max_steps
+                            else f"time budget of {args.max_minutes} min reached")
             if stop:
                 break
         if stop:
@@ -297,7 +300,7 @@ def main() -> None:
     os.makedirs(qtower_dir(), exist_ok=True)
     full = {k: np.asarray(x, dtype=np.float32) for k, x in params.items()}
     full.update({k: np.asarray(x, dtype=np.float32) for k, x in best["params"].items()})
-    npz = os.path.join(qtower_dir(), "params.npz")
+    npz = args.params_out or os.path.join(qtower_dir(), "params.npz")
     np.savez(npz, **full)
     h = hashlib.sha256()
     for k in sorted(full):
