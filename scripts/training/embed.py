@@ -46,12 +46,15 @@ def document_text(path: str, symbol: str, code: str) -> str:
 
 
 class Embedder:
-    def __init__(self, model: str = "all-minilm-l6-v2-int8", batch: int = 1):
+    def __init__(self, model: str = "all-minilm-l6-v2-int8", batch: int = 1,
+                 model_dir: str | None = None):
+        """`model` names the vector cache (and the model dir under models/ unless `model_dir`
+        is given, e.g. an exported query tower under training/qtower/)."""
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
         self.model = model
-        model_dir = os.path.join(raggrep_home(), "models", model)
+        model_dir = model_dir or os.path.join(raggrep_home(), "models", model)
         if not os.path.exists(os.path.join(model_dir, "model.onnx")):
             sys.exit(f"{model_dir}/model.onnx missing: run scripts/bootstrap.sh")
         with open(os.path.join(model_dir, "raggrep-model.json")) as fh:
