@@ -11,12 +11,12 @@
 # date and commit; BENCHMARKS.md is assembled from all section files present, so `--only`
 # re-runs some sections and keeps the others' last results.
 #
-# Sections: retrieval retrieval-fp32 variants embed cold query incremental lsp ann scale micro crash
+# Sections: retrieval retrieval-fp32 variants embed cold query incremental lsp mcp tokens ann scale micro crash
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 
-all=(retrieval retrieval-fp32 variants embed cold query incremental lsp ann scale micro crash)
+all=(retrieval retrieval-fp32 variants embed cold query incremental lsp mcp tokens ann scale micro crash)
 only=""
 tree=""
 while [[ $# -gt 0 ]]; do
@@ -53,6 +53,14 @@ tree_name="$(basename "$tree")"
 bin="$here/target/release/raggrep"
 bench() { cargo bench --locked --bench "$@" 2>/dev/null; }
 ensure_indexed() { [[ -f $tree/.raggrep/CURRENT ]] || "$bin" index "$tree" >&2; }
+# The official MCP Python SDK, in the venv tests/mcp/run.sh uses.
+mcp_python() {
+  local venv="${RAGGREP_HOME:-$HOME/.cache/raggrep}/tools/mcp-venv"
+  if ! "$venv/bin/python" -c "import mcp" 2>/dev/null; then
+    python3 -m venv "$venv" && "$venv/bin/pip" install --quiet "mcp==2.3.0" >&2
+  fi
+  "$venv/bin/python" "$@"
+}
 
 run_section() {
   local name="$1"
@@ -120,6 +128,17 @@ PY
         echo "## Language server ($tree_name)"
         echo
         bench lsp_latency -- "$tree" --in-place
+        ;;
+      mcp)
+        ensure_indexed
+        echo "## MCP tools over stdio ($tree_name, official Python SDK, client-side latency)"
+        echo
+        mcp_python benches/mcp_latency.py "$bin" "$tree" --rounds 3
+        ;;
+      tokens)
+        echo "## Tokens an agent reads before it sees the answer (retrieval benchmark queries)"
+        echo
+        python3 benches/tokens_to_answer.py "$bin" 2>/dev/null
         ;;
       ann)
         echo "## Vector search at scale (synthetic 384-d, 10k and 100k)"

@@ -430,15 +430,15 @@ impl LanguageServer for Backend {
     }
 
     async fn symbol(&self, params: WorkspaceSymbolParams) -> Result<Option<WorkspaceSymbolResponse>> {
-        requests::symbol(self, params).await
+        guard_request("workspace/symbol", requests::symbol(self, params)).await
     }
 
     async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
-        requests::code_action(self, params).await
+        guard_request("textDocument/codeAction", requests::code_action(self, params)).await
     }
 
     async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Option<LSPAny>> {
-        commands::execute_command(self, params).await
+        guard_request("workspace/executeCommand", commands::execute_command(self, params)).await
     }
 }
 
@@ -447,5 +447,21 @@ impl LanguageServer for Backend {
 async fn guard(name: &str, work: impl std::future::Future<Output = ()>) {
     if std::panic::AssertUnwindSafe(work).catch_unwind().await.is_err() {
         tracing::error!("{name} panicked; the notification is dropped and the session goes on");
+    }
+}
+
+/// Runs a request handler; a panic in its async part (engine work in `blocking` is guarded
+/// there) becomes an internal error reply, and the session goes on.
+async fn guard_request<T>(name: &str, work: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    match std::panic::AssertUnwindSafe(work).catch_unwind().await {
+        Ok(result) => result,
+        Err(_) => {
+            tracing::error!("{name} panicked; answering with an error");
+            Err(Error {
+                code: ErrorCode::InternalError,
+                message: format!("{name}: internal error (the handler panicked; see the log)").into(),
+                data: None,
+            })
+        }
     }
 }
