@@ -6,6 +6,8 @@
 //! `cargo bench --bench retrieval -- [--quick] [--model NAME] [--json OUT] [--check] [--no-baseline]`
 //! `cargo bench --bench retrieval -- --header none|symbol|path --chunk-tokens N` evaluates an
 //! indexing variant (embedding header, chunk budget) with hybrid/dense/lexical only.
+//! `--split tune|test` evaluates one half of `benches/retrieval/split.json` (issue 16: choices
+//! are made on TUNE, TEST is only reported).
 //!
 //! Systems, all in one run on the same queries: raggrep hybrid (several fusions), dense and
 //! lexical, and the naive baseline of design seeds 000/004 (fixed 40-line windows, dense-only
@@ -19,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use raggrep::chunk::EmbedHeader;
-use raggrep::embed::{Assets, EmbedOptions, Embedder, OnnxEmbedder, Vector};
+use raggrep::embed::{Assets, EmbedOptions, Embedder, OnnxEmbedder, QueryEncoder, Vector};
 use raggrep::index::{self, IndexLocation, IndexOptions, Snapshot};
 use raggrep::search::{Fusion, Mode, Query, search_with_vector};
 use raggrep::walk::{WalkOptions, read_source, walk};
@@ -142,28 +144,56 @@ fn main() {
         );
         std::process::exit(2);
     };
-    let golds: Vec<Gold> =
+    let mut golds: Vec<Gold> =
         text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect();
+    let split = arg("--split");
+    if let Some(half) = &split {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/retrieval/split.json");
+        let table: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let Some(packages) = table[half.as_str()].as_array() else {
+            eprintln!("--split tune|test, not {half}");
+            std::process::exit(2);
+        };
+        let packages: Vec<&str> = packages.iter().filter_map(|p| p.as_str()).collect();
+        golds.retain(|g| packages.contains(&g.package.as_str()));
+    }
     let assets = Assets::locate(model.as_deref(), None).expect("assets: run scripts/bootstrap.sh");
-    let embedder = OnnxEmbedder::load(assets, EmbedOptions::default()).unwrap();
+    let embedder = OnnxEmbedder::load(assets.clone(), EmbedOptions::default()).unwrap();
+    // The same document model with queries embedded by the document model itself: the "before"
+    // of the query model, measured on the same indexes in the same run.
+    let symmetric =
+        OnnxEmbedder::load(assets, EmbedOptions { query_encoder: QueryEncoder::Document, ..EmbedOptions::default() })
+            .unwrap();
     let model_id = embedder.info().id.clone();
-    eprintln!("{} queries from {}; model {model_id}", golds.len(), data.display());
+    let query_model = embedder.query_model().map(str::to_string);
+    eprintln!(
+        "{} queries from {}{}; model {model_id}, query model {}",
+        golds.len(),
+        data.display(),
+        split.as_deref().map(|s| format!(" ({s} split)")).unwrap_or_default(),
+        query_model.as_deref().unwrap_or("(the document model)")
+    );
 
-    let mut systems: Vec<(&str, Option<Mode>, Fusion)> = vec![
-        ("raggrep hybrid (default: weighted 0.5/0.5)", Some(Mode::Hybrid), Fusion::default()),
-        ("raggrep hybrid (RRF k=60)", Some(Mode::Hybrid), Fusion::Rrf { k: 60.0, dense_weight: 1.0 }),
-        ("raggrep hybrid (RRF k=60, dense ×2)", Some(Mode::Hybrid), Fusion::Rrf { k: 60.0, dense_weight: 2.0 }),
-        ("raggrep hybrid (weighted 0.7/0.3)", Some(Mode::Hybrid), Fusion::Weighted { dense_weight: 0.7 }),
-        ("raggrep dense", Some(Mode::Dense), Fusion::default()),
-        ("raggrep lexical", Some(Mode::Lexical), Fusion::default()),
-        ("baseline: 40-line windows, dense", None, Fusion::default()),
+    // (name, mode (None = baseline), fusion, queries embedded by the query model)
+    let mut systems: Vec<(&str, Option<Mode>, Fusion, bool)> = vec![
+        ("raggrep hybrid (default: weighted 0.5/0.5)", Some(Mode::Hybrid), Fusion::default(), true),
+        ("raggrep hybrid (RRF k=60)", Some(Mode::Hybrid), Fusion::Rrf { k: 60.0, dense_weight: 1.0 }, true),
+        ("raggrep hybrid (weighted 0.7/0.3)", Some(Mode::Hybrid), Fusion::Weighted { dense_weight: 0.7 }, true),
+        ("raggrep dense", Some(Mode::Dense), Fusion::default(), true),
+        ("raggrep hybrid, document-model queries", Some(Mode::Hybrid), Fusion::default(), false),
+        ("raggrep dense, document-model queries", Some(Mode::Dense), Fusion::default(), false),
+        ("raggrep lexical", Some(Mode::Lexical), Fusion::default(), false),
+        ("baseline: 40-line windows, dense", None, Fusion::default(), false),
     ];
+    if query_model.is_none() {
+        systems.retain(|s| !s.0.contains("document-model queries"));
+    }
     let no_baseline = variant || args.iter().any(|a| a == "--no-baseline");
     if no_baseline {
-        systems.retain(|(_, mode, _)| mode.is_some());
+        systems.retain(|(_, mode, _, _)| mode.is_some());
     }
     if variant {
-        systems.retain(|(name, mode, fusion)| {
+        systems.retain(|(name, mode, fusion, _)| {
             *mode == Some(Mode::Dense)
                 || *mode == Some(Mode::Lexical)
                 || name.contains("default") && *fusion == Fusion::default()
@@ -200,19 +230,21 @@ fn main() {
             t.elapsed().as_secs_f64()
         );
         for gold in golds {
-            let vector = embedder.embed_query(&gold.query).unwrap();
-            for (s, (_, mode, fusion)) in systems.iter().enumerate() {
+            let tuned = embedder.embed_query(&gold.query).unwrap();
+            let plain = if query_model.is_some() { symmetric.embed_query(&gold.query).unwrap() } else { tuned.clone() };
+            for (s, (_, mode, fusion, use_tuned)) in systems.iter().enumerate() {
+                let vector = if *use_tuned { &tuned } else { &plain };
                 let ranked: Ranked = match mode {
                     Some(mode) => {
                         let query = Query { k: 10, mode: *mode, fusion: *fusion, ..Query::new(gold.query.clone()) };
-                        search_with_vector(&snapshot, Some(&vector), &query, None, Instant::now())
+                        search_with_vector(&snapshot, Some(vector), &query, None, Instant::now())
                             .unwrap()
                             .results
                             .into_iter()
                             .map(|h| (h.path, h.start_line, h.end_line))
                             .collect()
                     }
-                    None => baseline.search(&vector, 10),
+                    None => baseline.search(vector, 10),
                 };
                 scores[s].entry(gold.language.clone()).or_default().add(gold, &ranked);
                 scores[s].entry("all".into()).or_default().add(gold, &ranked);
@@ -220,14 +252,20 @@ fn main() {
         }
     }
 
-    println!("Model `{model_id}`, {} queries, {:.0} s.\n", golds.len(), started.elapsed().as_secs_f64());
+    println!(
+        "Model `{model_id}`, query model `{}`, {} queries{}, {:.0} s.\n",
+        query_model.as_deref().unwrap_or(&model_id),
+        golds.len(),
+        split.as_deref().map(|s| format!(" ({} split)", s.to_uppercase())).unwrap_or_default(),
+        started.elapsed().as_secs_f64()
+    );
     let languages: Vec<String> = scores[0].keys().filter(|l| *l != "all").cloned().collect();
     for scope in std::iter::once("all".to_string()).chain(languages) {
         let n = scores[0].get(&scope).map_or(0, |s| s.n);
         println!("**{scope}** ({n} queries)\n");
         println!("| system | file R@1 | R@5 | R@10 | MRR@10 | chunk R@1 | R@5 | R@10 | MRR@10 |");
         println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
-        for (s, (name, _, _)) in systems.iter().enumerate() {
+        for (s, (name, _, _, _)) in systems.iter().enumerate() {
             let Some(x) = scores[s].get(&scope) else { continue };
             println!(
                 "| {name} | {:.1} | {:.1} | {:.1} | {:.3} | {:.1} | {:.1} | {:.1} | {:.3} |",
@@ -247,7 +285,7 @@ fn main() {
         let value: Vec<serde_json::Value> = systems
             .iter()
             .enumerate()
-            .map(|(s, (name, _, _))| {
+            .map(|(s, (name, _, _, _))| {
                 let per: BTreeMap<&String, serde_json::Value> = scores[s]
                     .iter()
                     .map(|(scope, x)| {

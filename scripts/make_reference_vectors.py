@@ -14,7 +14,8 @@ the attention mask; L2-normalised.  "cases" use the DEFAULT model
 (all-minilm-l6-v2-int8, dynamic int8), "fp32_cases" the fp32 model.
 Vectors are rounded to 6 decimals.  The int8 model's integer kernels differ
 between CPUs (e.g. AVX512-VNNI vs AVX2), so compare with a tolerance
-(cosine > 0.999), not bit for bit.
+(cosine > 0.999), not bit for bit.  "query_model_cases" use the query model the
+bootstrap installs beside the int8 model (query-model.onnx, issue 16), same recipe.
 """
 
 from __future__ import annotations
@@ -78,9 +79,10 @@ INPUTS = [
 
 
 
-def embed_cases(model_dir: Path, max_tokens: int) -> tuple[dict, list]:
-    meta = json.loads((model_dir / "raggrep-model.json").read_text())
-    model = model_dir / "model.onnx"
+def embed_cases(model_dir: Path, max_tokens: int, query_model: bool = False) -> tuple[dict, list]:
+    meta = json.loads((model_dir / ("query-model.json" if query_model else "raggrep-model.json")).read_text())
+    meta.setdefault("dim", 384)
+    model = model_dir / ("query-model.onnx" if query_model else "model.onnx")
     sha = sha256_file(model)
     if sha != meta["sha256"]:
         sys.exit(f"{model}: sha256 {sha} does not match raggrep-model.json ({meta['sha256']}); "
@@ -122,6 +124,7 @@ def main() -> int:
     max_tokens = 256
     meta, cases = embed_cases(home / "models/all-minilm-l6-v2-int8", max_tokens)
     fp32_meta, fp32_cases = embed_cases(home / "models/all-minilm-l6-v2-fp32", max_tokens)
+    q_meta, q_cases = embed_cases(home / "models/all-minilm-l6-v2-int8", max_tokens, query_model=True)
     doc = {
         "model_id": meta["id"],
         "model_sha256": meta["sha256"],
@@ -132,6 +135,9 @@ def main() -> int:
         "fp32_model_id": fp32_meta["id"],
         "fp32_model_sha256": fp32_meta["sha256"],
         "fp32_cases": fp32_cases,
+        "query_model_id": q_meta["id"],
+        "query_model_sha256": q_meta["sha256"],
+        "query_model_cases": q_cases,
     }
     for a, b in zip(cases, fp32_cases):
         cos = float(np.dot(a["vector"], b["vector"]))

@@ -424,3 +424,18 @@ fn damaged_index_files_are_rebuilt_not_fatal() {
         assert_eq!(hits(&lexical)[0].1, "validate_token", "{name}");
     }
 }
+
+#[test]
+fn embed_shows_which_network_embeds_queries() {
+    let ws = Workspace::empty();
+    let query = String::from_utf8(ws.ok(&["embed", "where do we validate API tokens"]).stdout).unwrap();
+    assert!(query.contains("model: all-minilm-l6-v2-int8\n"), "{query}");
+    assert!(query.contains("query model: all-minilm-l6-v2-qtower-int8\n"), "{query}");
+    assert!(query.contains("dim: 384\n") && query.contains("norm: 1.000000"), "{query}");
+    let document = String::from_utf8(ws.ok(&["embed", "--document", "fn check_token() {}"]).stdout).unwrap();
+    assert!(!document.contains("query model"), "documents use the document model: {document}");
+    let first = |text: &str| text.lines().find(|l| l.starts_with("first:")).map(str::to_string);
+    let as_document =
+        String::from_utf8(ws.ok(&["embed", "--document", "where do we validate API tokens"]).stdout).unwrap();
+    assert_ne!(first(&query), first(&as_document), "the query and document networks differ");
+}

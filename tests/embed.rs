@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)]
 
-use raggrep::embed::{Assets, EmbedOptions, Embedder, OnnxEmbedder, Vector};
+use raggrep::embed::{Assets, EmbedOptions, Embedder, OnnxEmbedder, QueryEncoder, Vector};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -13,6 +13,8 @@ struct Reference {
     cases: Vec<Case>,
     fp32_model_id: String,
     fp32_cases: Vec<Case>,
+    query_model_id: String,
+    query_model_cases: Vec<Case>,
 }
 
 #[derive(Deserialize)]
@@ -36,10 +38,15 @@ fn cosine(a: &Vector, b: &[f32]) -> f32 {
     Vector::normalized(b.to_vec()).dot(a)
 }
 
+fn symmetric() -> EmbedOptions {
+    EmbedOptions { query_encoder: QueryEncoder::Document, ..EmbedOptions::default() }
+}
+
 #[test]
 fn query_path_matches_the_reference() {
     let reference = reference();
-    let embedder = embedder(None, EmbedOptions::default());
+    let embedder = embedder(None, symmetric());
+    assert_eq!(embedder.query_model(), None);
     assert_eq!(embedder.info().id, reference.model_id);
     assert_eq!(embedder.info().dim, 384);
     for case in &reference.cases {
@@ -49,6 +56,55 @@ fn query_path_matches_the_reference() {
         let cos = cosine(&vector, &case.vector);
         assert!(cos >= 0.999, "cosine {cos} for {:?}", case.text);
     }
+}
+
+#[test]
+fn queries_go_through_the_installed_query_model() {
+    // The bootstrap installs a query model beside the default model; queries use it, documents
+    // (and so the index and its model id) do not.
+    let reference = reference();
+    let embedder = embedder(None, EmbedOptions::default());
+    assert_eq!(embedder.info().id, reference.model_id, "the index's model id is the document model's");
+    assert_eq!(embedder.query_model(), Some(reference.query_model_id.as_str()));
+    for (case, document_case) in reference.query_model_cases.iter().zip(&reference.cases) {
+        let vector = embedder.embed_query(&case.text).unwrap();
+        let cos = cosine(&vector, &case.vector);
+        assert!(cos >= 0.999, "cosine {cos} to the query model's reference for {:?}", case.text);
+        let document = embedder.embed_documents(&[case.text.as_str()]).unwrap().pop().unwrap();
+        assert!(cosine(&document, &document_case.vector) >= 0.999, "documents still use the document model");
+    }
+    // A fine-tuned query side really is a different network (else this test proves nothing).
+    let moved = reference
+        .query_model_cases
+        .iter()
+        .zip(&reference.cases)
+        .any(|(q, d)| Vector::normalized(q.vector.clone()).dot(&Vector::normalized(d.vector.clone())) < 0.99);
+    assert!(moved, "query model vectors equal the document model's");
+}
+
+#[test]
+fn a_query_model_trained_for_another_document_model_is_ignored() {
+    let installed = Assets::locate(None, None).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for file in ["model.onnx", "tokenizer.json", "raggrep-model.json", "query-model.onnx"] {
+        std::os::unix::fs::symlink(installed.model_dir.join(file), dir.path().join(file)).unwrap();
+    }
+    std::fs::write(
+        dir.path().join("query-model.json"),
+        r#"{"id": "stale-tower", "document_model_sha256": "0000000000000000000000000000000000000000000000000000000000000000"}"#,
+    )
+    .unwrap();
+    let assets = Assets { model_dir: dir.path().to_path_buf(), ..installed.clone() };
+    assert_eq!(assets.query_model(), None);
+    let embedder = OnnxEmbedder::load(assets, EmbedOptions::default()).unwrap();
+    assert_eq!(embedder.query_model(), None);
+    let reference = reference();
+    let vector = embedder.embed_query(&reference.cases[0].text).unwrap();
+    assert!(cosine(&vector, &reference.cases[0].vector) >= 0.999, "falls back to the document model");
+
+    // Unreadable metadata: ignored as well, never an error.
+    std::fs::write(dir.path().join("query-model.json"), "{not json").unwrap();
+    assert_eq!(Assets { model_dir: dir.path().to_path_buf(), ..installed }.query_model(), None);
 }
 
 #[test]

@@ -585,6 +585,9 @@ fn cmd_embed(embedder: &OnnxEmbedder, text: &str, document: bool) -> Result<()> 
     let first: Vec<String> = vector.as_slice().iter().take(8).map(|v| format!("{v:.6}")).collect();
     let mut out = io::stdout().lock();
     writeln!(out, "model: {}", embedder.info().id)?;
+    if !document && let Some(query_model) = embedder.query_model() {
+        writeln!(out, "query model: {query_model}")?;
+    }
     writeln!(out, "dim: {}", vector.dim())?;
     writeln!(out, "tokens: {}", embedder.count_tokens(text)?)?;
     writeln!(out, "first: [{}]", first.join(", "))?;

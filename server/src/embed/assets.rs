@@ -57,6 +57,29 @@ pub(crate) struct ModelMetadata {
     pub id: String,
     pub dim: Option<usize>,
     pub max_tokens: Option<usize>,
+    /// Of `model.onnx`, as the bootstrap verified it.
+    pub sha256: Option<String>,
+}
+
+/// File names of the optional query model inside a model directory.
+const QUERY_MODEL_FILE: &str = "query-model.onnx";
+const QUERY_METADATA_FILE: &str = "query-model.json";
+
+/// Metadata of a query model (`query-model.json`): a copy of the document model fine-tuned on
+/// the query side only, so it must only ever meet vectors of the exact document model it was
+/// trained against.
+#[derive(Debug, Deserialize)]
+struct QueryModelMetadata {
+    id: String,
+    /// sha256 of the document model whose (frozen) vectors the query model was trained against.
+    document_model_sha256: String,
+}
+
+/// A query model found next to a document model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueryModel {
+    pub id: String,
+    pub path: PathBuf,
 }
 
 /// The cache directory: `$RAGGREP_HOME`, else `~/.cache/raggrep`.
@@ -131,6 +154,38 @@ impl Assets {
             }
         };
         serde_json::from_str(&text).map(Some).map_err(|e| AssetError::BadMetadata { path, message: e.to_string() })
+    }
+
+    /// The query model installed beside the document model, if there is one and it was trained
+    /// against exactly this document model. A query model paired with other document vectors
+    /// would rank worse than no query model at all, so a mismatch is logged and ignored.
+    pub fn query_model(&self) -> Option<QueryModel> {
+        let path = self.model_dir.join(QUERY_MODEL_FILE);
+        if !path.is_file() {
+            return None;
+        }
+        let meta_path = self.model_dir.join(QUERY_METADATA_FILE);
+        let meta: QueryModelMetadata = match fs::read_to_string(&meta_path)
+            .map_err(|e| e.to_string())
+            .and_then(|text| serde_json::from_str(&text).map_err(|e| e.to_string()))
+        {
+            Ok(meta) => meta,
+            Err(message) => {
+                tracing::warn!("ignoring the query model: cannot read {}: {message}", meta_path.display());
+                return None;
+            }
+        };
+        let document_sha = self.metadata().ok().flatten().and_then(|m| m.sha256);
+        if document_sha.as_deref() != Some(meta.document_model_sha256.as_str()) {
+            tracing::warn!(
+                "ignoring the query model {}: it was trained for document model {}, this one is {}",
+                path.display(),
+                meta.document_model_sha256,
+                document_sha.as_deref().unwrap_or("unknown")
+            );
+            return None;
+        }
+        Some(QueryModel { id: meta.id, path })
     }
 
     /// A stable id for a model without metadata: its directory name and a hash of its weights,

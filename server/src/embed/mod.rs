@@ -9,7 +9,8 @@ mod onnx;
 
 use std::fmt;
 
-pub use assets::{AssetError, Assets, DEFAULT_MODEL, ModelInfo, ORT_LIB_NAME, cache_dir};
+pub use assets::{AssetError, Assets, DEFAULT_MODEL, ModelInfo, ORT_LIB_NAME, QueryModel, cache_dir};
+pub use onnx::QueryEncoder;
 pub use onnx::{EmbedOptions, OnnxEmbedder};
 
 /// A unit-length embedding vector. Normalised on construction, so cosine similarity is a dot

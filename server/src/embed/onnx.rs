@@ -5,7 +5,8 @@
 //! small batches padded only to the longest member (dynamic padding): on a 2-core CPU small
 //! batches of similar length beat large padded ones (see ARCHITECTURE.md for the measurements).
 //! Queries use a second session of their own, so a query never waits behind a long indexing
-//! batch; it is created on first use.
+//! batch; it is created on first use. That session runs the query model when one is installed
+//! beside the document model (see [`QueryEncoder`]).
 
 use std::sync::{Mutex, OnceLock};
 
@@ -14,7 +15,7 @@ use ort::session::builder::GraphOptimizationLevel;
 use ort::value::TensorRef;
 use tokenizers::{Tokenizer, TruncationParams};
 
-use super::{Assets, EmbedError, Embedder, ModelInfo, Vector};
+use super::{Assets, EmbedError, Embedder, ModelInfo, QueryModel, Vector};
 
 /// Tuning knobs for [`OnnxEmbedder`]. Defaults come from measurements on a 2-core CPU.
 #[derive(Debug, Clone)]
@@ -32,6 +33,21 @@ pub struct EmbedOptions {
     /// Pad every batch to `max_tokens` (fixed padding, as many pipelines do). Off by default:
     /// only for measuring what dynamic padding buys.
     pub fixed_padding: bool,
+    /// Which network embeds queries.
+    pub query_encoder: QueryEncoder,
+}
+
+/// Which network embeds queries. Documents are always embedded by the document model, so the
+/// index never depends on this choice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum QueryEncoder {
+    /// The query model installed beside the document model (`query-model.onnx`: the same
+    /// architecture fine-tuned on the query side against the frozen document vectors), or the
+    /// document model when none is installed.
+    #[default]
+    Tuned,
+    /// The document model, as symmetric sentence-embedding models are used.
+    Document,
 }
 
 impl Default for EmbedOptions {
@@ -46,6 +62,7 @@ impl Default for EmbedOptions {
             threads: 0,
             sort_by_length: true,
             fixed_padding: false,
+            query_encoder: QueryEncoder::Tuned,
         }
     }
 }
@@ -60,6 +77,7 @@ pub struct OnnxEmbedder {
     threads: usize,
     environment: ort::environment::Environment,
     needs_token_type_ids: bool,
+    query_model: Option<QueryModel>,
     documents: Mutex<Session>,
     queries: OnceLock<Mutex<Session>>,
 }
@@ -95,7 +113,7 @@ impl OnnxEmbedder {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
             n => n,
         };
-        let documents = new_session(&environment, &assets, threads)?;
+        let documents = new_session(&environment, &assets.model_path(), threads)?;
         let input_names: Vec<&str> = documents.inputs().iter().map(|i| i.name()).collect();
         for required in ["input_ids", "attention_mask"] {
             if !input_names.contains(&required) {
@@ -120,8 +138,13 @@ impl OnnxEmbedder {
         };
         let max_tokens =
             metadata.as_ref().and_then(|m| m.max_tokens).map_or(options.max_tokens, |m| m.min(options.max_tokens));
+        let query_model = match options.query_encoder {
+            QueryEncoder::Tuned => assets.query_model(),
+            QueryEncoder::Document => None,
+        };
         Ok(OnnxEmbedder {
             info: ModelInfo { id, dim, max_tokens },
+            query_model,
             tokenizer,
             assets,
             options,
@@ -140,6 +163,11 @@ impl OnnxEmbedder {
 
     pub fn options(&self) -> &EmbedOptions {
         &self.options
+    }
+
+    /// The id of the network that embeds queries when it is not the document model.
+    pub fn query_model(&self) -> Option<&str> {
+        self.query_model.as_ref().map(|m| m.id.as_str())
     }
 
     fn encode(&self, text: &str) -> Result<Vec<u32>, EmbedError> {
@@ -206,17 +234,18 @@ impl OnnxEmbedder {
         if let Some(session) = self.queries.get() {
             return Ok(session);
         }
-        let session = new_session(&self.environment, &self.assets, self.threads)?;
+        let path = self.query_model.as_ref().map_or_else(|| self.assets.model_path(), |m| m.path.clone());
+        let session = new_session(&self.environment, &path, self.threads)?;
         Ok(self.queries.get_or_init(|| Mutex::new(session)))
     }
 }
 
 fn new_session(
     environment: &ort::environment::Environment,
-    assets: &Assets,
+    model: &std::path::Path,
     threads: usize,
 ) -> Result<Session, EmbedError> {
-    let model_error = |message: String| EmbedError::Model { path: assets.model_path().display().to_string(), message };
+    let model_error = |message: String| EmbedError::Model { path: model.display().to_string(), message };
     Session::builder(environment)
         .map_err(|e| model_error(e.to_string()))?
         .with_optimization_level(GraphOptimizationLevel::Level3)
@@ -225,7 +254,7 @@ fn new_session(
         .map_err(|e| model_error(e.to_string()))?
         .with_inter_threads(1)
         .map_err(|e| model_error(e.to_string()))?
-        .commit_from_file(assets.model_path())
+        .commit_from_file(model)
         .map_err(|e| model_error(e.to_string()))
 }
 
