@@ -3,11 +3,14 @@
 //! comments blanked (line numbers kept) so the answer cannot be string-matched.
 //!
 //! `bash benches/retrieval/build.sh [--quick]` builds the data; then
-//! `cargo bench --bench retrieval -- [--quick] [--model NAME] [--json OUT] [--check] [--no-baseline]`
+//! `cargo bench --bench retrieval -- [--quick] [--model NAME] [--json OUT] [--check [--floor chunk_r5=X,chunk_mrr=Y,file_r1=Z]] [--no-baseline]`
 //! `cargo bench --bench retrieval -- --header none|symbol|path --chunk-tokens N` evaluates an
 //! indexing variant (embedding header, chunk budget) with hybrid/dense/lexical only.
 //! `--split tune|test` evaluates one half of `benches/retrieval/split.json` (issue 16: choices
-//! are made on TUNE, TEST is only reported).
+//! are made on TUNE, TEST is only reported). `--data DIR` reads another dataset of the same
+//! format (e.g. `scripts/training/build_fusion_data.sh`'s training packages), and
+//! `--dump-features FILE` writes every query's hybrid candidates with the learned fusion's
+//! features as JSON lines, for `scripts/training/fit_fusion.py`.
 //!
 //! Systems, all in one run on the same queries: raggrep hybrid (several fusions), dense and
 //! lexical, and the naive baseline of design seeds 000/004 (fixed 40-line windows, dense-only
@@ -36,6 +39,9 @@ struct Gold {
     path: String,
     start_line: u32,
     end_line: u32,
+    /// train / validation, in datasets of training packages.
+    #[serde(default)]
+    split: Option<String>,
 }
 
 /// One ranked answer: path and line range.
@@ -134,7 +140,19 @@ fn main() {
     }
     let variant = arg("--chunk-tokens").is_some() || arg("--header").is_some();
     let variant_name = format!("h-{:?}-t{}", options.chunk.header, options.chunk.max_tokens).to_lowercase();
-    let data = bench_dir().join(if quick { "retrieval-quick" } else { "retrieval" });
+    let data = match arg("--data") {
+        Some(dir) => PathBuf::from(dir),
+        None => bench_dir().join(if quick { "retrieval-quick" } else { "retrieval" }),
+    };
+    // Indexes of another dataset live apart from the benchmark's.
+    let dataset = arg("--data").map(|_| {
+        format!(
+            "{}-",
+            data.parent().and_then(|p| p.file_name()).map_or("data".into(), |n| n.to_string_lossy().into_owned())
+        )
+    });
+    let dump = arg("--dump-features").map(|path| std::io::BufWriter::new(std::fs::File::create(path).unwrap()));
+    let mut dump = dump;
     let queries_path = data.join("queries.jsonl");
     let Ok(text) = std::fs::read_to_string(&queries_path) else {
         eprintln!(
@@ -176,11 +194,18 @@ fn main() {
 
     // (name, mode (None = baseline), fusion, queries embedded by the query model)
     let mut systems: Vec<(&str, Option<Mode>, Fusion, bool)> = vec![
-        ("raggrep hybrid (default: weighted 0.5/0.5)", Some(Mode::Hybrid), Fusion::default(), true),
+        ("raggrep hybrid (default: learned fusion)", Some(Mode::Hybrid), Fusion::Learned, true),
+        ("raggrep hybrid (weighted 0.5/0.5)", Some(Mode::Hybrid), Fusion::Weighted { dense_weight: 0.5 }, true),
         ("raggrep hybrid (RRF k=60)", Some(Mode::Hybrid), Fusion::Rrf { k: 60.0, dense_weight: 1.0 }, true),
         ("raggrep hybrid (weighted 0.7/0.3)", Some(Mode::Hybrid), Fusion::Weighted { dense_weight: 0.7 }, true),
         ("raggrep dense", Some(Mode::Dense), Fusion::default(), true),
-        ("raggrep hybrid, document-model queries", Some(Mode::Hybrid), Fusion::default(), false),
+        ("raggrep hybrid (learned fusion), document-model queries", Some(Mode::Hybrid), Fusion::Learned, false),
+        (
+            "raggrep hybrid (weighted 0.5/0.5), document-model queries: the previous default",
+            Some(Mode::Hybrid),
+            Fusion::Weighted { dense_weight: 0.5 },
+            false,
+        ),
         ("raggrep dense, document-model queries", Some(Mode::Dense), Fusion::default(), false),
         ("raggrep lexical", Some(Mode::Lexical), Fusion::default(), false),
         ("baseline: 40-line windows, dense", None, Fusion::default(), false),
@@ -214,6 +239,7 @@ fn main() {
         } else {
             (if quick { "quick" } else { "full" }).to_string()
         };
+        let set = format!("{}{set}", dataset.as_deref().unwrap_or(""));
         let index_dir = bench_dir().join("indexes").join(&model_id).join(set).join(package);
         let location = IndexLocation::new(&corpus, Some(&index_dir)).unwrap();
         let t = Instant::now();
@@ -232,6 +258,23 @@ fn main() {
         for gold in golds {
             let tuned = embedder.embed_query(&gold.query).unwrap();
             let plain = if query_model.is_some() { symmetric.embed_query(&gold.query).unwrap() } else { tuned.clone() };
+            if let Some(out) = dump.as_mut() {
+                use std::io::Write;
+                let query = Query { k: 10, ..Query::new(gold.query.clone()) };
+                let candidates: Vec<serde_json::Value> =
+                    raggrep::search::hybrid_candidates(&snapshot, Some(&tuned), &query)
+                        .into_iter()
+                        .filter_map(|c| {
+                            let chunk = snapshot.chunk(c.chunk)?;
+                            Some(serde_json::json!([chunk.path, chunk.start_line, chunk.end_line, c.features]))
+                        })
+                        .collect();
+                let row = serde_json::json!({
+                    "id": gold.id, "package": gold.package, "language": gold.language, "split": gold.split,
+                    "gold": [gold.path, gold.start_line, gold.end_line], "candidates": candidates,
+                });
+                writeln!(out, "{row}").unwrap();
+            }
             for (s, (_, mode, fusion, use_tuned)) in systems.iter().enumerate() {
                 let vector = if *use_tuned { &tuned } else { &plain };
                 let ranked: Ranked = match mode {
@@ -314,6 +357,22 @@ fn main() {
         assert_eq!(ids.len(), golds.len(), "query ids are not unique");
         assert!(hybrid.file[2] > 0.0, "hybrid file recall@10 is zero");
         assert!(scores[systems.len() - 1]["all"].n == hybrid.n, "last system evaluated on other queries");
+        // Regression floors for the default ranking (quality, not speed): `--floor
+        // chunk_r5=0.60,chunk_mrr=0.45,file_r1=0.60` fails the run when the default falls below.
+        if let Some(floors) = arg("--floor") {
+            for floor in floors.split(',') {
+                let (name, min) = floor.split_once('=').expect("--floor name=value,...");
+                let min: f64 = min.parse().expect("--floor value is a number");
+                let value = match name {
+                    "chunk_r5" => hybrid.chunk[1] / hybrid.n as f64,
+                    "chunk_mrr" => hybrid.chunk_mrr / hybrid.n as f64,
+                    "file_r1" => hybrid.file[0] / hybrid.n as f64,
+                    other => panic!("--floor knows chunk_r5, chunk_mrr, file_r1, not {other}"),
+                };
+                assert!(value >= min, "default ranking regressed: {name} {value:.3} < floor {min}");
+                eprintln!("floor {name}: {value:.3} >= {min}");
+            }
+        }
         eprintln!("check: ok");
     }
 }

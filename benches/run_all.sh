@@ -11,12 +11,12 @@
 # date and commit; BENCHMARKS.md is assembled from all section files present, so `--only`
 # re-runs some sections and keeps the others' last results.
 #
-# Sections: retrieval retrieval-fp32 variants embed cold query incremental lsp mcp tokens ann scale micro crash
+# Sections: retrieval retrieval-tune retrieval-test retrieval-fp32 variants embed cold query incremental lsp mcp tokens ann scale micro crash
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 
-all=(retrieval retrieval-fp32 variants embed cold query incremental lsp mcp tokens ann scale micro crash)
+all=(retrieval retrieval-tune retrieval-test retrieval-fp32 variants embed cold query incremental lsp mcp tokens ann scale micro crash)
 only=""
 tree=""
 while [[ $# -gt 0 ]]; do
@@ -72,6 +72,12 @@ run_section() {
         echo "## Retrieval quality"
         echo
         bench retrieval -- --json "$out/retrieval.json"
+        ;;
+      retrieval-tune | retrieval-test)
+        # Issue 16: choices are made on TUNE; TEST is only reported (benches/retrieval/split.json).
+        echo "## Retrieval quality, ${name#retrieval-} half of the benchmark"
+        echo
+        bench retrieval -- --split "${name#retrieval-}" --json "$out/$name.json"
         ;;
       retrieval-fp32)
         echo "## Retrieval quality, fp32 model (for the int8-vs-fp32 comparison)"

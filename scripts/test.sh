@@ -52,9 +52,11 @@ client "VS Code extension (unit + code-server/Chromium end to end)" editors/vsco
 client "MCP server (official Python SDK, stdio and Streamable HTTP)" tests/mcp/run.sh
 client "MCP server (official MCP Inspector, CLI mode)" tests/mcp/inspector.sh
 
-step "retrieval benchmark, quick mode (numbers produced and sane)"
+step "retrieval benchmark, quick mode (numbers sane and above the regression floors)"
 bash benches/retrieval/build.sh --quick
-cargo bench --locked --bench retrieval -- --quick --check
+# Floors a few points below the default's quick numbers (chunk R@5 0.529, MRR@10 0.404, file
+# R@1 0.667 at the query model + learned fusion): a real ranking regression fails the run.
+cargo bench --locked --bench retrieval -- --quick --check --floor chunk_r5=0.48,chunk_mrr=0.36,file_r1=0.60
 
 step "performance benchmarks, quick mode (they run; no timing is asserted)"
 cargo bench --locked --bench ann_scale -- --sizes 3000 --queries 20 --ef 32,96

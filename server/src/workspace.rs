@@ -414,7 +414,9 @@ impl Workspace {
         if query.k == 0 {
             return Ok(Vec::new());
         }
-        if query.mode == Mode::Hybrid && snapshots.len() > 1 {
+        // Learned scores are absolute (not normalised within one list), so they merge across
+        // roots by score like single-mode hits do, below.
+        if query.mode == Mode::Hybrid && snapshots.len() > 1 && query.fusion != search::Fusion::Learned {
             // Fused scores are normalised within one candidate list, so they do not compare
             // across roots: rank each signal across all roots first, then fuse once.
             let sub = |mode| Query { mode, k: query.k.saturating_mul(3).max(20), ..query.clone() };

@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""Fit raggrep's learned fusion (server/src/search/learned.rs) on training packages only.
+
+Usage:  scripts/training/fit_fusion.sh      (builds the data and dumps, then runs this)
+        python fit_fusion.py --train DUMP.jsonl [--report NAME=DUMP.jsonl ...] --out JSON
+
+Input: JSON lines written by `cargo bench --bench retrieval -- --data DIR --dump-features FILE`:
+each query's hybrid candidates (path, start line, end line, features) exactly as the engine
+computes them, its gold function (path, lines) and its package split (train / validation, from
+scripts/training/build_fusion_data.py; the same package split as train_adapter.py).
+
+Model: a linear score over standardised features, trained with a listwise softmax loss (every
+candidate overlapping the gold function is a positive: a method and its class both count, as
+in the benchmark), Adam, L2, full batch, fixed seed. The epoch is chosen on the VALIDATION
+packages' chunk MRR@10 after the engine's own de-duplication (overlapping hits of one file count
+once). `--report` dumps (the benchmark's TUNE half) are only evaluated, never used to choose:
+the script reports them so the note can compare against the real benchmark run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+
+def load(path: str) -> list[dict]:
+    rows = []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                rows.append(json.loads(line))
+    return rows
+
+
+def overlaps(c, gold) -> bool:
+    return c[0] == gold[0] and c[1] <= gold[2] and gold[1] <= c[2]
+
+
+def prepare(rows: list[dict]):
+    """Per query: features (n×F), positive mask, candidate spans, gold, language."""
+    out = []
+    for r in rows:
+        cands = r["candidates"]
+        X = np.array([c[3] for c in cands], dtype=np.float64).reshape(len(cands), -1) if cands else None
+        pos = np.array([overlaps(c, r["gold"]) for c in cands], dtype=bool)
+        out.append({"X": X, "pos": pos, "spans": [(c[0], c[1], c[2]) for c in cands], "gold": r["gold"],
+                    "language": r["language"], "split": r.get("split"), "package": r["package"]})
+    return out
+
+
+def ranks(items, score_fn):
+    """(chunk rank, file rank) per query after the engine's de-duplication; 99 = not in top 10."""
+    out = []
+    for it in items:
+        if it["X"] is None:
+            out.append((99, 99))
+            continue
+        s = score_fn(it["X"])
+        order = sorted(range(len(s)), key=lambda i: (-s[i], i))
+        hits = []
+        for i in order:
+            p, a, b = it["spans"][i]
+            if any(h[0] == p and h[1] <= b and a <= h[2] for h in hits):
+                continue
+            hits.append((p, a, b))
+            if len(hits) == 10:
+                break
+        gold = it["gold"]
+        chunk = next((k for k, h in enumerate(hits) if overlaps(h, gold)), 99)
+        file = next((k for k, h in enumerate(hits) if h[0] == gold[0]), 99)
+        out.append((chunk, file))
+    return np.array(out)
+
+
+def metrics(r: np.ndarray) -> dict:
+    def at(col, k):
+        return float((r[:, col] < k).mean()) if len(r) else 0.0
+
+    def mrr(col):
+        return float(np.where(r[:, col] < 10, 1.0 / (r[:, col] + 1), 0.0).mean()) if len(r) else 0.0
+
+    return {"n": int(len(r)), "chunk_R@1": at(0, 1), "chunk_R@5": at(0, 5), "chunk_R@10": at(0, 10),
+            "chunk_MRR@10": mrr(0), "file_R@1": at(1, 1), "file_R@5": at(1, 5), "file_MRR@10": mrr(1)}
+
+
+def fixed(X):
+    return 0.5 * X[:, 0] + 0.5 * X[:, 1]
+
+
+def train(items, val, epochs: int, lr: float, l2: float, seed: int, log):
+    usable = [it for it in items if it["X"] is not None and it["pos"].any()]
+    Xall = np.concatenate([it["X"] for it in usable])
+    mu, sd = Xall.mean(0), Xall.std(0) + 1e-6
+    F = Xall.shape[1]
+    n = max(len(it["pos"]) for it in usable)
+    # Padded batch: Z (q×n×F), mask of real candidates, mask of positives.
+    Z = np.zeros((len(usable), n, F))
+    real = np.zeros((len(usable), n), dtype=bool)
+    pos = np.zeros((len(usable), n), dtype=bool)
+    for q, it in enumerate(usable):
+        m = len(it["pos"])
+        Z[q, :m] = (it["X"] - mu) / sd
+        real[q, :m] = True
+        pos[q, :m] = it["pos"]
+    rng = np.random.default_rng(seed)
+    w = rng.normal(0, 0.01, F)
+    w[0] += 0.5
+    w[1] += 0.5
+    m1 = np.zeros(F)
+    m2 = np.zeros(F)
+    best = (-1.0, w.copy(), 0)
+    for epoch in range(1, epochs + 1):
+        s = Z @ w
+        s = np.where(real, s, -np.inf)
+        smax = s.max(1, keepdims=True)
+        e = np.exp(s - smax)
+        p_all = e / e.sum(1, keepdims=True)
+        ep = np.where(pos, e, 0.0)
+        p_pos = ep / ep.sum(1, keepdims=True)
+        # d(-log Σpos / Σall)/ds = p_all - p_pos
+        g_s = np.where(real, p_all - p_pos, 0.0)
+        grad = np.einsum("qn,qnf->f", g_s, Z) / len(usable) + 2 * l2 * w
+        m1 = 0.9 * m1 + 0.1 * grad
+        m2 = 0.999 * m2 + 0.001 * grad ** 2
+        w = w - lr * (m1 / (1 - 0.9 ** epoch)) / (np.sqrt(m2 / (1 - 0.999 ** epoch)) + 1e-8)
+        if epoch % 10 == 0:
+            r = metrics(ranks(val, lambda X: ((X - mu) / sd) @ w))
+            loss = float(-np.log(np.where(pos, p_all, 0).sum(1) + 1e-12).mean())
+            log(f"epoch {epoch:4d} loss {loss:.4f} validation chunk MRR@10 {r['chunk_MRR@10']:.4f} "
+                f"R@5 {r['chunk_R@5']:.4f}")
+            if r["chunk_MRR@10"] > best[0]:
+                best = (r["chunk_MRR@10"], w.copy(), epoch)
+    return best[1], mu, sd, best[2]
+
+
+def report(name, items, w, mu, sd, log):
+    out = {}
+    for lang in ["all"] + sorted({it["language"] for it in items}):
+        sub = [it for it in items if lang == "all" or it["language"] == lang]
+        a, b = metrics(ranks(sub, fixed)), metrics(ranks(sub, lambda X: ((X - mu) / sd) @ w))
+        out[lang] = {"fixed": a, "learned": b}
+        log(f"{name:10s} {lang:11s} n={a['n']:5d} chunk R@5 {a['chunk_R@5']:.3f} -> {b['chunk_R@5']:.3f}  "
+            f"MRR@10 {a['chunk_MRR@10']:.3f} -> {b['chunk_MRR@10']:.3f}  file R@1 {a['file_R@1']:.3f} -> "
+            f"{b['file_R@1']:.3f}")
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--train", required=True, help="dump of the training packages (train + validation split)")
+    ap.add_argument("--report", action="append", default=[], help="NAME=DUMP, evaluated only")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--epochs", type=int, default=400)
+    ap.add_argument("--lr", type=float, default=0.05)
+    ap.add_argument("--l2", type=float, default=1e-3)
+    ap.add_argument("--seed", type=int, default=16)
+    args = ap.parse_args()
+    t0 = time.time()
+
+    def log(msg):
+        print(msg, file=sys.stderr, flush=True)
+
+    rows = prepare(load(args.train))
+    tr = [it for it in rows if it["split"] == "train"]
+    va = [it for it in rows if it["split"] == "validation"]
+    if not tr or not va:
+        log("fit_fusion: the training dump needs rows of both splits (train, validation)")
+        return 2
+    log(f"train {len(tr)} queries ({sum(it['pos'].any() for it in tr if it['X'] is not None)} with the gold "
+        f"among the candidates), validation {len(va)}")
+    w, mu, sd, epoch = train(tr, va, args.epochs, args.lr, args.l2, args.seed, log)
+    names = ["dense_mm", "lex_mm", "dense_rr", "lex_rr", "cosine", "symbol_overlap", "path_overlap",
+             "log_lines", "is_container", "is_plain_code", "file_cosine", "file_lex"]
+    if len(names) != len(w):
+        log(f"fit_fusion: {len(w)} features in the dump, {len(names)} names known -- update both sides")
+        return 2
+    log("weights (standardised): " + ", ".join(f"{k} {v:+.3f}" for k, v in zip(names, w)))
+    results = {"train": report("train", tr, w, mu, sd, log), "validation": report("validation", va, w, mu, sd, log)}
+    for spec in args.report:
+        name, path = spec.split("=", 1)
+        results[name] = report(name, prepare(load(path)), w, mu, sd, log)
+    packages = sorted({(it["package"], it["split"]) for it in rows})
+    doc = {
+        "comment": "fitted by scripts/training/fit_fusion.py on training packages only (see "
+                   "scripts/training/README.md); weights over standardised features",
+        "features": names,
+        "mean": [round(float(x), 6) for x in mu],
+        "std": [round(float(x), 6) for x in sd],
+        "weights": [round(float(x), 6) for x in w],
+        "epoch": epoch,
+        "seed": args.seed,
+        "hyper": {"lr": args.lr, "l2": args.l2, "epochs": args.epochs},
+        "packages": [{"package": p, "split": s} for p, s in packages],
+        "results": results,
+    }
+    tmp = args.out + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(doc, fh, indent=1)
+        fh.write("\n")
+    os.replace(tmp, args.out)
+    log(f"wrote {args.out} (epoch {epoch}, {time.time() - t0:.0f}s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,267 @@
+//! Learned fusion: one linear score over signals the engine already has, instead of a fixed
+//! 0.5/0.5 sum of min-max normalised dense and lexical scores.
+//!
+//! The weights (`learned_fusion.json`) are fitted by `scripts/training/fit_fusion.py` on
+//! candidates this very module computed (`cargo bench --bench retrieval -- --dump-features`)
+//! for queries from the training packages only (`../shared/training-packages.md`); the benchmark
+//! is never trained on. What each feature is for:
+//!
+//! * the min-max scores and reciprocal ranks are the fixed fusion's inputs;
+//! * the raw cosine keeps what min-max throws away: how good the best dense match is at all
+//!   (a query whose best cosine is weak should lean on the lexical side);
+//! * symbol and path overlap: a query naming a function's words is about that function;
+//! * the chunk's length and kind: containers and long chunks match many queries a little;
+//! * the file's best cosine and lexical score: evidence about the file, which is usually right,
+//!   shared by its chunks.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+
+use crate::chunk::ChunkKind;
+use crate::embed::Vector;
+use crate::index::{Snapshot, code_tokens};
+
+/// Feature names, in the order of [`Candidate::features`] and of the weights file.
+pub const FEATURES: [&str; 12] = [
+    "dense_mm",
+    "lex_mm",
+    "dense_rr",
+    "lex_rr",
+    "cosine",
+    "symbol_overlap",
+    "path_overlap",
+    "log_lines",
+    "is_container",
+    "is_plain_code",
+    "file_cosine",
+    "file_lex",
+];
+
+/// One candidate chunk of a query with its features.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    pub chunk: usize,
+    pub features: [f32; FEATURES.len()],
+}
+
+/// Words too common in queries to say anything about a symbol or a path.
+const STOPWORDS: &[&str] = &[
+    "a",
+    "an",
+    "the",
+    "of",
+    "to",
+    "for",
+    "from",
+    "in",
+    "on",
+    "at",
+    "by",
+    "with",
+    "and",
+    "or",
+    "is",
+    "are",
+    "be",
+    "this",
+    "that",
+    "it",
+    "its",
+    "as",
+    "if",
+    "into",
+    "given",
+    "specified",
+    "not",
+    "no",
+    "all",
+    "any",
+    "each",
+];
+
+fn content_words(text: &str) -> Vec<String> {
+    let mut words: Vec<String> = code_tokens(text)
+        .into_iter()
+        .map(|(_, _, t)| t)
+        .filter(|t| t.len() > 1 && !STOPWORDS.contains(&t.as_str()))
+        .collect();
+    words.sort();
+    words.dedup();
+    words
+}
+
+fn overlap(words: &[String], text: &str) -> f32 {
+    if words.is_empty() || text.is_empty() {
+        return 0.0;
+    }
+    let parts = content_words(text);
+    let shared = words.iter().filter(|w| parts.binary_search(w).is_ok()).count();
+    shared as f32 / words.len() as f32
+}
+
+/// Min-max scores and reciprocal ranks of one ranking (best first).
+fn list_features(list: &[(usize, f32)]) -> HashMap<usize, (f32, f32)> {
+    let max = list.iter().map(|x| x.1).fold(f32::NEG_INFINITY, f32::max);
+    let min = list.iter().map(|x| x.1).fold(f32::INFINITY, f32::min);
+    let span = max - min;
+    list.iter()
+        .enumerate()
+        .map(|(rank, &(chunk, score))| {
+            let normalized = if span > 1e-6 { (score - min) / span } else { 1.0 };
+            (chunk, (normalized, 1.0 / (1.0 + rank as f32)))
+        })
+        .collect()
+}
+
+/// The candidates of a hybrid query (the union of both rankings) with their features.
+pub fn candidates(
+    snapshot: &Snapshot,
+    vector: Option<&Vector>,
+    query: &str,
+    dense: &[(usize, f32)],
+    lexical: &[(usize, f32)],
+) -> Vec<Candidate> {
+    let dense_features = list_features(dense);
+    let lexical_features = list_features(lexical);
+    let cosines: HashMap<usize, f32> = dense.iter().copied().collect();
+    let words = content_words(query);
+    let mut ids: Vec<usize> = dense.iter().chain(lexical).map(|x| x.0).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut out: Vec<(Candidate, Option<&str>)> = Vec::with_capacity(ids.len());
+    for chunk_index in ids {
+        let Some(chunk) = snapshot.chunk(chunk_index) else { continue };
+        let (dense_mm, dense_rr) = dense_features.get(&chunk_index).copied().unwrap_or((0.0, 0.0));
+        let (lex_mm, lex_rr) = lexical_features.get(&chunk_index).copied().unwrap_or((0.0, 0.0));
+        // A lexical-only candidate still has a cosine: its stored vector says how close it is.
+        let cosine = match cosines.get(&chunk_index) {
+            Some(&c) => c,
+            None => match vector {
+                Some(v) => snapshot.chunk_vector(chunk_index).map_or(0.0, |c| c.dot(v)),
+                None => 0.0,
+            },
+        };
+        let symbol = format!("{} {}", chunk.container, chunk.symbol);
+        let lines = chunk.end_line.saturating_sub(chunk.start_line) + 1;
+        let is_container = matches!(
+            chunk.kind,
+            ChunkKind::Class
+                | ChunkKind::Struct
+                | ChunkKind::Enum
+                | ChunkKind::Interface
+                | ChunkKind::Trait
+                | ChunkKind::Impl
+                | ChunkKind::Module
+        );
+        let is_plain_code = matches!(chunk.kind, ChunkKind::Code | ChunkKind::Text | ChunkKind::Section);
+        out.push((
+            Candidate {
+                chunk: chunk_index,
+                features: [
+                    dense_mm,
+                    lex_mm,
+                    dense_rr,
+                    lex_rr,
+                    cosine,
+                    overlap(&words, &symbol),
+                    overlap(&words, chunk.path),
+                    (lines as f32).ln_1p(),
+                    f32::from(u8::from(is_container)),
+                    f32::from(u8::from(is_plain_code)),
+                    0.0,
+                    0.0,
+                ],
+            },
+            Some(chunk.path),
+        ));
+    }
+    // File-level evidence: the best cosine and lexical score among the file's candidates.
+    let mut best: HashMap<&str, (f32, f32)> = HashMap::new();
+    for (candidate, path) in &out {
+        let Some(path) = path else { continue };
+        let entry = best.entry(path).or_insert((f32::NEG_INFINITY, 0.0));
+        entry.0 = entry.0.max(candidate.features[4]);
+        entry.1 = entry.1.max(candidate.features[1]);
+    }
+    out.iter()
+        .map(|(candidate, path)| {
+            let mut candidate = candidate.clone();
+            if let Some((cosine, lex)) = path.and_then(|p| best.get(p)) {
+                candidate.features[10] = *cosine;
+                candidate.features[11] = *lex;
+            }
+            candidate
+        })
+        .collect()
+}
+
+/// Fitted weights over standardised features (`learned_fusion.json`).
+#[derive(Debug, Deserialize)]
+pub struct Weights {
+    pub features: Vec<String>,
+    pub mean: Vec<f32>,
+    pub std: Vec<f32>,
+    pub weights: Vec<f32>,
+}
+
+const WEIGHTS_JSON: &str = include_str!("learned_fusion.json");
+
+/// The shipped weights. A file that does not match [`FEATURES`] is a build defect, caught by
+/// the unit test below; at run time it falls back to `None` (and the caller to fixed fusion).
+pub fn weights() -> Option<&'static Weights> {
+    static WEIGHTS: OnceLock<Option<Weights>> = OnceLock::new();
+    WEIGHTS
+        .get_or_init(|| {
+            let weights: Weights = serde_json::from_str(WEIGHTS_JSON).ok()?;
+            let n = FEATURES.len();
+            let names_match = weights.features.iter().map(String::as_str).eq(FEATURES.iter().copied());
+            (names_match && weights.mean.len() == n && weights.std.len() == n && weights.weights.len() == n)
+                .then_some(weights)
+        })
+        .as_ref()
+}
+
+impl Weights {
+    /// The fused score, squashed into (0, 1) so scores stay comparable in size with the other
+    /// modes' (the order is the linear score's).
+    pub fn score(&self, features: &[f32; FEATURES.len()]) -> f32 {
+        let linear: f32 = features
+            .iter()
+            .zip(&self.mean)
+            .zip(&self.std)
+            .zip(&self.weights)
+            .map(|(((x, mean), std), w)| w * (x - mean) / std.max(1e-6))
+            .sum();
+        1.0 / (1.0 + (-linear).exp())
+    }
+}
+
+/// Ranks the candidates by the learned score, best first.
+pub fn rank(candidates: &[Candidate], weights: &Weights) -> Vec<(usize, f32)> {
+    let mut ranked: Vec<(usize, f32)> = candidates.iter().map(|c| (c.chunk, weights.score(&c.features))).collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    ranked
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shipped_weights_match_the_features() {
+        let weights = weights().expect("learned_fusion.json parses and names exactly FEATURES");
+        assert!(weights.std.iter().all(|s| *s > 0.0));
+    }
+
+    #[test]
+    fn overlap_counts_query_words_found_in_identifiers() {
+        let words = content_words("validate the API token");
+        assert_eq!(words, ["api", "token", "validate"]);
+        assert!((overlap(&words, "auth validateApiToken") - 1.0).abs() < 1e-6);
+        assert!((overlap(&words, "TokenStore") - 1.0 / 3.0).abs() < 1e-6);
+        assert_eq!(overlap(&words, ""), 0.0);
+        assert_eq!(overlap(&[], "anything"), 0.0);
+    }
+}
