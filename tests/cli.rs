@@ -439,3 +439,39 @@ fn embed_shows_which_network_embeds_queries() {
         String::from_utf8(ws.ok(&["embed", "--document", "where do we validate API tokens"]).stdout).unwrap();
     assert_ne!(first(&query), first(&as_document), "the query and document networks differ");
 }
+
+#[test]
+fn an_identifier_query_finds_its_definition_first() {
+    // The callers mention `load_settings` more often than its definition does, so BM25 and the
+    // embedding alone can prefer them; a query that is an identifier names a definition.
+    let ws = Workspace::empty();
+    ws.write(
+        "src/settings.rs",
+        "use std::path::Path;\n\npub struct Settings {\n    pub verbose: bool,\n}\n\npub fn load_settings(path: &Path) -> Settings {\n    let verbose = path.exists();\n    Settings { verbose }\n}\n\nimpl Settings {\n    pub fn reload_from(&mut self, path: &Path) {\n        *self = load_settings(path);\n    }\n}\n",
+    );
+    let callers: String = (0..6)
+        .map(|i| {
+            format!(
+                "pub fn start_{i}() {{\n    let a = load_settings(Path::new(\"a\"));\n    let b = load_settings(Path::new(\"b\"));\n    let c = load_settings(Path::new(\"c\"));\n    run(a, b, c);\n}}\n\n"
+            )
+        })
+        .collect();
+    ws.write("src/app.rs", &format!("use std::path::Path;\nuse crate::settings::load_settings;\n\n{callers}"));
+    ws.index();
+    for (query, mode) in
+        [("load_settings", "hybrid"), ("load_settings", "lexical"), ("settings::load_settings", "hybrid")]
+    {
+        let out = ws.ok(&["search", query, "--mode", mode, "--json"]);
+        let response: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let first = &response["results"][0];
+        assert_eq!(first["path"], "src/settings.rs", "{query} ({mode}): {response:#}");
+        assert_eq!(first["start_line"], 7, "{query} ({mode}): {response:#}");
+        let scores: Vec<f64> =
+            response["results"].as_array().unwrap().iter().map(|h| h["score"].as_f64().unwrap()).collect();
+        assert!(scores.windows(2).all(|w| w[0] >= w[1]), "scores never rise down the list: {scores:?}");
+    }
+    // A description is not routed: it is ranked like any other query (and still answered).
+    let out = ws.ok(&["search", "read the settings from a file", "--json"]);
+    let response: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(!response["results"].as_array().unwrap().is_empty());
+}

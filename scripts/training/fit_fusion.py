@@ -175,7 +175,7 @@ def main() -> int:
         f"among the candidates), validation {len(va)}")
     w, mu, sd, epoch = train(tr, va, args.epochs, args.lr, args.l2, args.seed, log)
     names = ["dense_mm", "lex_mm", "dense_rr", "lex_rr", "cosine", "symbol_overlap", "path_overlap",
-             "log_lines", "is_container", "is_plain_code", "file_cosine", "file_lex"]
+             "log_lines", "is_container", "is_plain_code", "file_cosine", "file_lex", "unasked_test_code"]
     if len(names) != len(w):
         log(f"fit_fusion: {len(w)} features in the dump, {len(names)} names known -- update both sides")
         return 2

@@ -12,7 +12,9 @@
 //! * symbol and path overlap: a query naming a function's words is about that function;
 //! * the chunk's length and kind: containers and long chunks match many queries a little;
 //! * the file's best cosine and lexical score: evidence about the file, which is usually right,
-//!   shared by its chunks.
+//!   shared by its chunks;
+//! * a prior against tests, examples, benchmarks, mocks and fixtures, unless the query asks for
+//!   them: they repeat the names and words of the code they exercise.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -24,7 +26,7 @@ use crate::embed::Vector;
 use crate::index::{Snapshot, code_tokens};
 
 /// Feature names, in the order of [`Candidate::features`] and of the weights file.
-pub const FEATURES: [&str; 12] = [
+pub const FEATURES: [&str; 13] = [
     "dense_mm",
     "lex_mm",
     "dense_rr",
@@ -37,6 +39,7 @@ pub const FEATURES: [&str; 12] = [
     "is_plain_code",
     "file_cosine",
     "file_lex",
+    "unasked_test_code",
 ];
 
 /// One candidate chunk of a query with its features.
@@ -92,6 +95,43 @@ fn content_words(text: &str) -> Vec<String> {
     words
 }
 
+/// Path components and file-name parts that mark code which exercises other code.
+const TEST_MARKERS: &[&str] = &[
+    "test",
+    "tests",
+    "testing",
+    "spec",
+    "specs",
+    "example",
+    "examples",
+    "bench",
+    "benches",
+    "benchmark",
+    "benchmarks",
+    "mock",
+    "mocks",
+    "fixture",
+    "fixtures",
+    "testdata",
+    "conftest",
+];
+
+/// Tests, examples, benchmarks, mocks, fixtures: by a path component or a file-name part
+/// (`test_x.py`, `x_test.go`, `x.spec.ts`, `tests/…`).
+fn is_test_like(path: &str) -> bool {
+    path.split('/').any(|component| {
+        component.split(['.', '_', '-']).any(|part| TEST_MARKERS.contains(&part.to_ascii_lowercase().as_str()))
+    })
+}
+
+/// The query asks for tests or examples itself.
+fn asks_for_tests(words: &[String]) -> bool {
+    words.iter().any(|w| {
+        TEST_MARKERS.contains(&w.as_str())
+            || ["tested", "mocked", "mocking", "unittest", "pytest", "demo", "usage"].contains(&w.as_str())
+    })
+}
+
 fn overlap(words: &[String], text: &str) -> f32 {
     if words.is_empty() || text.is_empty() {
         return 0.0;
@@ -127,6 +167,7 @@ pub fn candidates(
     let lexical_features = list_features(lexical);
     let cosines: HashMap<usize, f32> = dense.iter().copied().collect();
     let words = content_words(query);
+    let wants_tests = asks_for_tests(&words);
     let mut ids: Vec<usize> = dense.iter().chain(lexical).map(|x| x.0).collect();
     ids.sort_unstable();
     ids.dedup();
@@ -172,6 +213,7 @@ pub fn candidates(
                     f32::from(u8::from(is_plain_code)),
                     0.0,
                     0.0,
+                    f32::from(u8::from(!wants_tests && is_test_like(chunk.path))),
                 ],
             },
             Some(chunk.path),
@@ -253,6 +295,19 @@ mod tests {
     fn the_shipped_weights_match_the_features() {
         let weights = weights().expect("learned_fusion.json parses and names exactly FEATURES");
         assert!(weights.std.iter().all(|s| *s > 0.0));
+    }
+
+    #[test]
+    fn test_code_is_recognised_by_path_and_asked_for_by_words() {
+        for path in ["tests/parse.rs", "src/foo_test.go", "pkg/test_util.py", "web/app.spec.ts", "examples/demo.rs"] {
+            assert!(is_test_like(path), "{path}");
+        }
+        for path in ["src/parser.rs", "src/attestation.py", "lib/contest/mod.rs", "latest/x.go"] {
+            assert!(!is_test_like(path), "{path}");
+        }
+        assert!(asks_for_tests(&content_words("tests for the parser")));
+        assert!(asks_for_tests(&content_words("example of building a Command")));
+        assert!(!asks_for_tests(&content_words("parse the attestation")));
     }
 
     #[test]

@@ -207,6 +207,10 @@ pub fn search_with_vector(
             (fusion, _) => fuse(&dense, &lexical, fusion),
         },
     };
+    let ranked = match identifier(&query.text) {
+        Some(name) if query.mode != Mode::Dense => definitions_first(snapshot, name, ranked, &accept),
+        _ => ranked,
+    };
     let mut hits: Vec<Hit> = Vec::with_capacity(k);
     for (chunk_index, score) in ranked {
         if query.min_score.is_some_and(|min| score < min) {
@@ -245,6 +249,56 @@ pub fn search_with_vector(
         degraded,
         results: hits,
     })
+}
+
+/// The query, if it is one identifier written as code (`parse_config`, `parseConfig`,
+/// `Config::load`, `cfg.load`): then the user names a definition rather than describing one.
+/// Plain words (`parse`, `Config`) are not: they may as well be a description.
+fn identifier(text: &str) -> Option<&str> {
+    let text = text.trim();
+    let word_chars = |s: &str| {
+        let mut chars = s.chars();
+        chars.next().is_some_and(|c| c.is_alphabetic() || c == '_' || c == '$')
+            && chars.all(|c| c.is_alphanumeric() || c == '_' || c == '$')
+    };
+    let segments: Vec<&str> = text.split("::").flat_map(|s| s.split('.')).collect();
+    if text.is_empty() || !segments.iter().all(|s| word_chars(s)) {
+        return None;
+    }
+    let qualified = segments.len() > 1;
+    let snake = text.trim_matches('_').contains('_');
+    let camel = text.chars().zip(text.chars().skip(1)).any(|(a, b)| a.is_lowercase() && b.is_uppercase());
+    (qualified || snake || camel).then_some(text)
+}
+
+/// Puts the definitions named exactly `name` (symbol or qualified symbol, any separator) first,
+/// in their existing order, scored level with the best hit so scores never rise down the list.
+fn definitions_first(
+    snapshot: &Snapshot,
+    name: &str,
+    ranked: Ranking,
+    accept: &dyn Fn(&ChunkRef<'_>) -> bool,
+) -> Ranking {
+    let normal = |s: &str| s.replace("::", ".");
+    let wanted = normal(name);
+    let is_definition = |index: usize| {
+        snapshot.chunk(index).is_some_and(|c| {
+            !c.symbol.is_empty()
+                && (c.symbol == name || c.symbol_path().is_some_and(|p| normal(&p) == wanted))
+                && accept(&c)
+        })
+    };
+    let mut definitions: Vec<usize> = (0..snapshot.chunk_count()).filter(|&i| is_definition(i)).collect();
+    if definitions.is_empty() {
+        return ranked;
+    }
+    // Definitions the ranking found keep its order; the others follow in index order.
+    let position = |i: usize| ranked.iter().position(|r| r.0 == i).unwrap_or(usize::MAX);
+    definitions.sort_by_key(|&i| (position(i), i));
+    let top = ranked.first().map_or(1.0, |r| r.1);
+    let mut out: Ranking = definitions.iter().map(|&i| (i, top)).collect();
+    out.extend(ranked.into_iter().filter(|r| !definitions.contains(&r.0)));
+    out
 }
 
 /// Chunk indexes with scores, best first.
@@ -365,6 +419,17 @@ fn snippet(snapshot: &Snapshot, chunk_index: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn identifiers_are_told_from_descriptions() {
+        for name in ["parse_config", "parseConfig", "Config::load", "cfg.load", "HTTPServer_v2", "__init__x_y"] {
+            assert_eq!(identifier(name), Some(name), "{name}");
+        }
+        assert_eq!(identifier("  parse_config "), Some("parse_config"));
+        for text in ["parse", "Config", "parse the config", "where is parse_config", "a::", "1abc_d", "", "__init__"] {
+            assert_eq!(identifier(text), None, "{text:?}");
+        }
+    }
 
     #[test]
     fn rrf_rewards_agreement() {
