@@ -224,6 +224,7 @@ fn errors_are_one_line_and_leave_the_database_unchanged() {
     ws.write("blob.bin", b"\x7fELF\x00\x01\x02\x00binary");
     ws.write("latin1.txt", b"caf\xe9 cr\xe8me\n");
     ws.write("dir/inner.txt", b"inside a directory\n");
+    ws.write("huge.txt", &b"x".repeat(1024 * 1024 + 1));
     let secret = ws.write("secret.txt", b"nobody may read this\n");
     fs::set_permissions(&secret, fs::Permissions::from_mode(0o000)).unwrap();
     let outside = tempfile::NamedTempFile::new().unwrap();
@@ -237,6 +238,7 @@ fn errors_are_one_line_and_leave_the_database_unchanged() {
         (&["import-file", "blob.bin"], "binary"),
         (&["import-file", "latin1.txt"], "binary"),
         (&["import-file", "dir"], "a directory"),
+        (&["import-file", "huge.txt"], "larger than"),
         (&["import-file", outside.path().to_str().unwrap()], "outside the workspace"),
         (&["import-file", "link.txt"], "outside the workspace"),
         (&["import-file", "../escape.txt"], "outside the workspace"),
