@@ -372,7 +372,8 @@ fn set_database_is_remembered_per_workspace() {
     let chosen = ws.root().join("vectors/chosen.sqlite");
     assert_eq!(answer["database"], chosen.display().to_string());
     assert_eq!(answer["rows"], 0);
-    let human = stdout(&ws.ok(&["set-database", "vectors/chosen.sqlite"]));
+    // The seed's spelling works too.
+    let human = stdout(&ws.ok(&["set_database", "vectors/chosen.sqlite"]));
     assert!(human.contains("chosen.sqlite") && human.contains("0 rows"), "{human}");
     let remembered = fs::read_to_string(ws.root().join(".raggrep/vectordb.path")).unwrap();
     assert_eq!(remembered.trim(), chosen.display().to_string());
