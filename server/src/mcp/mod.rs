@@ -873,8 +873,9 @@ impl ServerHandler for RaggrepMcp {
             .with_instructions(
                 "raggrep searches this codebase locally. Use search for 'where is X done' questions (words or identifiers), \
                  find_symbol for where a name is defined, outline for the definitions of a file, context for code to read \
-                 about a question, find_similar for code like a given range or snippet. Locations are path:start-end with \
-                 1-based lines, relative to the workspace root.",
+                 about a question, find_similar for code like a given range or snippet, vector_db to keep and find notes by meaning \
+                 (a key/value store with embeddings). Locations are path:start-end with 1-based lines, relative to \
+                 the workspace root.",
             )
     }
 }
