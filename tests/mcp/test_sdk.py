@@ -365,6 +365,10 @@ async def vector_db_checks(client, root, transport):
     with open(os.path.join(root, "blob.bin"), "wb") as f:
         f.write(b"\x00\x01\x02binary\xff")
     await expect_error(client, "vector_db error: unknown action", "vector_db", {"action": "upsert"}, "unknown action")
+    failed_call = await vdb({"action": "retrieve", "key": "not-a-uuid"})
+    check("vector_db error: the wire error body as structured content",
+          failed_call.is_error and sc(failed_call).get("error") == text_of(failed_call)
+          and "not a UUID" in text_of(failed_call), repr(failed_call)[:300])
     await expect_error(client, "vector_db error: store without value", "vector_db",
                        {"action": "store", "embedding_text": "x"}, "value")
     await expect_error(client, "vector_db error: key not a UUID", "vector_db", {"action": "retrieve", "key": "42"}, "UUID")

@@ -335,6 +335,20 @@ fn required<T>(value: Option<T>, name: &str, action: &str) -> Result<T, String> 
     value.ok_or_else(|| format!("{action} needs {name}"))
 }
 
+/// A `vector_db` failure: `isError`, the one line as text (what a model reads) and the wire
+/// contract's error body as structured content (what a program reads).
+fn vector_db_failure(message: String) -> CallToolResult {
+    let body = wire::ErrorBody { query: None, error: message.clone(), fix: None };
+    match serde_json::to_value(body) {
+        Ok(value) => {
+            let mut result = CallToolResult::structured_error(value);
+            result.content = vec![ContentBlock::text(message)];
+            result
+        }
+        Err(_) => failure(message),
+    }
+}
+
 /// The `vector_db` tool's work, on the engine (`crate::vectordb`); the index directory of the
 /// first root holds the workspace's database choice.
 fn vector_db(ws: &Workspace, args: VectorDbArgs) -> Result<CallToolResult, String> {
@@ -853,7 +867,7 @@ impl RaggrepMcp {
         description = "A persistent vector store (key/value rows with an embedding of their text, in SQLite; one database per workspace, in .raggrep/ unless set_database chose another). One tool, {\"action\": ..., ...}: store (embedding_text, value) -> {key, updated}; retrieve (key) -> {key, found, value, embedding_text}; delete (key) -> {key, deleted, warning?}; list (limit? default 50, offset? default 0) -> {rows: [{key, embedding_text, value, embedding}], total}; search (query, topK? default 5) -> {results: [{key, embedding_text, value, score}]} with score the cosine distance, lower is closer, sorted; import_file (filepath, inside the workspace) stores the file's text with its path as value; set_database (filename) switches the database file and remembers it."
     )]
     async fn vector_db(&self, Parameters(args): Parameters<VectorDbArgs>) -> Result<CallToolResult, ErrorData> {
-        Ok(self.blocking(move |ws| vector_db(ws, args)).await.unwrap_or_else(failure))
+        Ok(self.blocking(move |ws| vector_db(ws, args)).await.unwrap_or_else(vector_db_failure))
     }
 
     #[tool(
