@@ -188,6 +188,19 @@ fn every_action_in_human_and_json_output() {
     assert!(stdout(&missing).is_empty() && stderr(&missing).contains("no row with key"), "{}", stderr(&missing));
     assert_eq!(ws.json(&["retrieve", &banana])["found"], false);
     assert_eq!(ws.json(&["list"])["total"], 2);
+
+    // The audit log counts the actions, never their texts or values.
+    let audit = fs::read_to_string(ws.root().join(".raggrep/audit.jsonl")).unwrap();
+    let entries: Vec<Value> = audit.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let actions: Vec<&str> = entries
+        .iter()
+        .filter(|e| e["op"] == "vector_db" && e["door"] == "cli")
+        .filter_map(|e| e["action"].as_str())
+        .collect();
+    for action in ["store", "retrieve", "list", "search", "delete"] {
+        assert!(actions.contains(&action), "{action} not in the audit log: {audit}");
+    }
+    assert!(!audit.contains("apple") && !audit.contains("laptop"), "no texts in the audit log: {audit}");
 }
 
 #[test]
