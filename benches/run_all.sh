@@ -11,12 +11,12 @@
 # date and commit; BENCHMARKS.md is assembled from all section files present, so `--only`
 # re-runs some sections and keeps the others' last results.
 #
-# Sections: retrieval retrieval-tune retrieval-test retrieval-fp32 variants embed cold query incremental lsp mcp tokens ann scale micro crash
+# Sections: retrieval retrieval-tune retrieval-test retrieval-fp32 variants embed cold query incremental lsp mcp tokens ann scale micro crash vectordb
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 
-all=(retrieval retrieval-tune retrieval-test retrieval-fp32 variants embed cold query incremental lsp mcp tokens ann scale micro crash)
+all=(retrieval retrieval-tune retrieval-test retrieval-fp32 variants embed cold query incremental lsp mcp tokens ann scale micro crash vectordb)
 only=""
 tree=""
 while [[ $# -gt 0 ]]; do
@@ -167,6 +167,12 @@ PY
         echo "## Crash loop: kill -9 during indexing, 100 times"
         echo
         bench crash_loop -- --iterations 100
+        ;;
+      vectordb)
+        echo "## Vector store (raggrep db) beside seed 002's stack (Python sqlite3 + PyPI sqlite-vec, same SQL)"
+        echo
+        bash tests/vectordb/interop.sh >/dev/null 2>&1 || true # installs the pinned sqlite-vec wheel once
+        bench vectordb -- --sizes 1000,10000,100000 --queries 50
         ;;
       *) echo "unknown section $name" >&2; return 2 ;;
     esac

@@ -51,6 +51,7 @@ client "Helix client in the real Helix 25.01 (tmux)" editors/helix/test/run.sh
 client "VS Code extension (unit + code-server/Chromium end to end)" editors/vscode/test/run.sh
 client "MCP server (official Python SDK, stdio and Streamable HTTP)" tests/mcp/run.sh
 client "MCP server (official MCP Inspector, CLI mode)" tests/mcp/inspector.sh
+client "vector store interop with seed 002's stack (Python sqlite3 + PyPI sqlite-vec)" tests/vectordb/interop.sh
 
 step "retrieval benchmark, quick mode (numbers sane and above the regression floors)"
 bash benches/retrieval/build.sh --quick

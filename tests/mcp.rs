@@ -40,7 +40,10 @@ fn mcp_over_stdio() {
     let tools = tools["tools"].as_array().unwrap();
     let mut names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     names.sort_unstable();
-    assert_eq!(names, ["context", "find_similar", "find_symbol", "outline", "reindex", "search", "status"]);
+    assert_eq!(
+        names,
+        ["context", "find_similar", "find_symbol", "outline", "reindex", "search", "status", "vector_db"]
+    );
     for tool in tools {
         assert!(!tool["description"].as_str().unwrap_or_default().is_empty(), "{tool}");
         for (name, property) in tool["inputSchema"]["properties"].as_object().into_iter().flatten() {

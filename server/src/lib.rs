@@ -19,6 +19,7 @@ pub mod lsp;
 pub mod mcp;
 pub mod search;
 pub mod stdio;
+pub mod vectordb;
 pub mod walk;
 pub mod wire;
 pub mod workspace;

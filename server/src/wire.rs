@@ -315,6 +315,105 @@ pub struct ErrorBody {
     pub fix: Option<String>,
 }
 
+/// Answer to the vector store's `store` and `import_file` (`raggrep db`, MCP `vector_db`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DbStored {
+    /// The row's UUID key.
+    pub key: String,
+    /// The embedding_text was stored before: value and embedding were replaced, the key kept.
+    pub updated: bool,
+    /// `import_file`: the file's canonical path (stored as the value).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+/// Answer to `retrieve`: the row's value, or `found: false` and a warning.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DbRetrieved {
+    pub key: String,
+    pub found: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub embedding_text: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+}
+
+/// Answer to `delete`: the key, and a warning when no row had it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DbDeleted {
+    pub key: String,
+    pub deleted: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+}
+
+/// One row of `list`, all fields as the seed lists them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DbRow {
+    pub key: String,
+    pub embedding_text: Option<String>,
+    pub value: Option<String>,
+    pub embedding: Vec<f32>,
+}
+
+impl From<crate::vectordb::Row> for DbRow {
+    fn from(r: crate::vectordb::Row) -> DbRow {
+        DbRow { key: r.key, embedding_text: r.embedding_text, value: r.value, embedding: r.embedding }
+    }
+}
+
+/// Answer to `list`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DbRows {
+    pub rows: Vec<DbRow>,
+    /// Rows in the database.
+    pub total: u64,
+    pub limit: u64,
+    pub offset: u64,
+}
+
+/// One result of `search`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DbHit {
+    pub key: String,
+    pub embedding_text: Option<String>,
+    pub value: Option<String>,
+    /// Cosine distance: 0 is the same direction, lower is closer (the seed's scale), rounded to
+    /// four decimals as the seed's example shows it.
+    pub score: f64,
+}
+
+impl From<crate::vectordb::Hit> for DbHit {
+    fn from(h: crate::vectordb::Hit) -> DbHit {
+        DbHit {
+            key: h.key,
+            embedding_text: h.embedding_text,
+            value: h.value,
+            score: (f64::from(h.score) * 10_000.0).round() / 10_000.0,
+        }
+    }
+}
+
+/// Answer to `search`: results closest first.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DbSearchResponse {
+    pub query: String,
+    pub results: Vec<DbHit>,
+    pub took_ms: f64,
+}
+
+/// Answer to `set_database`: the database now in use for the workspace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DbDatabase {
+    pub database: String,
+    pub rows: u64,
+    /// Rows given a key when it was opened (the seed's migration note), when there were any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub migrated: Option<usize>,
+}
+
 /// `90` → `1m30s`: durations as people read them (progress messages of every door).
 pub fn human_duration(seconds: f64) -> String {
     let s = seconds.max(0.0).round() as u64;
@@ -441,6 +540,61 @@ mod tests {
                 error: "index at /work/app/.raggrep is damaged: manifest checksum mismatch".into(),
                 fix: Some("run `raggrep index /work/app` to rebuild it".into()),
             }
+        );
+    }
+
+    #[test]
+    fn vector_store_answers() {
+        let key = "1b4e28ba-2fa1-4d3b-a3f5-ef19b5a7633b".to_string();
+        insta::assert_json_snapshot!("db_stored", DbStored { key: key.clone(), updated: false, path: None });
+        insta::assert_json_snapshot!(
+            "db_imported",
+            DbStored { key: key.clone(), updated: true, path: Some("/work/app/notes/a.md".into()) }
+        );
+        insta::assert_json_snapshot!(
+            "db_retrieved",
+            DbRetrieved {
+                key: key.clone(),
+                found: true,
+                value: Some("fruit company / hardware vendor".into()),
+                embedding_text: Some("apple computer".into()),
+                warning: None,
+            }
+        );
+        insta::assert_json_snapshot!(
+            "db_not_found",
+            DbRetrieved {
+                key: key.clone(),
+                found: false,
+                value: None,
+                embedding_text: None,
+                warning: Some(format!("no row with key {key}")),
+            }
+        );
+        insta::assert_json_snapshot!(
+            "db_deleted",
+            DbDeleted { key: key.clone(), deleted: false, warning: Some(format!("no row with key {key}")) }
+        );
+        let row = crate::vectordb::Row {
+            key: key.clone(),
+            embedding_text: Some("apple computer".into()),
+            value: Some("fruit company / hardware vendor".into()),
+            embedding: vec![0.6, -0.8],
+        };
+        insta::assert_json_snapshot!("db_rows", DbRows { rows: vec![row.into()], total: 3, limit: 1, offset: 0 });
+        let hit = crate::vectordb::Hit {
+            key,
+            embedding_text: Some("apple computer".into()),
+            value: Some("fruit company / hardware vendor".into()),
+            score: 0.123_456_7,
+        };
+        insta::assert_json_snapshot!(
+            "db_search",
+            DbSearchResponse { query: "fruit drink".into(), results: vec![hit.into()], took_ms: 12.5 }
+        );
+        insta::assert_json_snapshot!(
+            "db_database",
+            DbDatabase { database: "/work/app/.raggrep/vectordb.sqlite".into(), rows: 3, migrated: Some(2) }
         );
     }
 

@@ -219,6 +219,11 @@ pub struct Workspace {
 }
 
 impl Workspace {
+    /// The model this workspace embeds with (other engine parts, e.g. the vector store, share it).
+    pub fn embedder(&self) -> &Arc<dyn Embedder> {
+        &self.embedder
+    }
+
     pub fn new(embedder: Arc<dyn Embedder>, settings: Settings, events: Arc<dyn Events>) -> Arc<Workspace> {
         let (tx, rx) = mpsc::channel();
         let workspace = Arc::new(Workspace {

@@ -24,7 +24,7 @@ import urllib.request
 import anyio
 from mcp import Client, StdioServerParameters
 
-EXPECTED_TOOLS = {"search", "find_similar", "context", "outline", "find_symbol", "status", "reindex"}
+EXPECTED_TOOLS = {"search", "find_similar", "context", "outline", "find_symbol", "status", "reindex", "vector_db"}
 
 passed = 0
 failed = 0
@@ -286,6 +286,8 @@ async def run_checks(client, root, transport):
     await expect_error(client, "error: context without question", "context", {})
     await expect_error(client, "error: outline missing file", "outline", {"path": "src/nope.py"}, "no such file")
 
+    await vector_db_checks(client, root, transport)
+
     # Freshness: a file written on disk is found by the next searches, with no reindex call.
     name = f"compute_zebra_stripe_pattern_{transport}_7391"
     fresh = f"src/fresh_feature_{transport}.py"
@@ -304,6 +306,97 @@ async def run_checks(client, root, transport):
           f"found after {found_after}")
     symbol = (await call(client, "find_symbol", {"name": name})).structured_content
     check("freshness: new symbol found by find_symbol", len(symbol["definitions"]) == 1, repr(symbol))
+
+
+def sqlite_rows(path):
+    """The rows of a vector database as Python's sqlite3 sees them (no extension needed)."""
+    import sqlite3
+    with sqlite3.connect(path) as db:
+        return db.execute("SELECT key, embedding_text, value, hex(embedding) FROM vector_store ORDER BY rowid").fetchall()
+
+
+async def vector_db_checks(client, root, transport):
+    """The vector_db tool: every action as the seed's examples call it, and its errors."""
+    vdb = lambda args: call(client, "vector_db", args)
+    sc = lambda result: result.structured_content or {}
+    # Each transport gets a database of its own (set_database is remembered per workspace).
+    chosen = os.path.join(root, f"vectors-{transport}.sqlite")
+    switched = await vdb({"action": "set_database", "filename": f"vectors-{transport}.sqlite"})
+    check("vector_db: set_database", not switched.is_error and sc(switched).get("database") == chosen
+          and sc(switched).get("rows") == 0, text_of(switched)[:300])
+    with open(os.path.join(root, ".raggrep", "vectordb.path")) as f:
+        check("vector_db: set_database remembered", f.read().strip() == chosen)
+    stored = await vdb({"action": "store", "embedding_text": "apple computer", "value": "fruit company / hardware vendor"})
+    key = sc(stored).get("key", "")
+    check("vector_db: store returns a UUID key", not stored.is_error and len(key) == 36 and key.count("-") == 4,
+          text_of(stored)[:300])
+    await vdb({"action": "store", "embedding_text": "banana bread baking instructions", "value": "recipe"})
+    again = await vdb({"action": "store", "embedding_text": "apple computer", "value": "hardware vendor"})
+    check("vector_db: same text again keeps the key", sc(again).get("key") == key and sc(again).get("updated") is True,
+          text_of(again)[:300])
+    got = await vdb({"action": "retrieve", "key": key})
+    check("vector_db: retrieve", sc(got).get("value") == "hardware vendor" and sc(got).get("found") is True,
+          text_of(got)[:300])
+    listed = await vdb({"action": "list", "limit": 10})
+    rows = sc(listed).get("rows", [])
+    check("vector_db: list rows with 384-d embeddings",
+          len(rows) == 2 and all(set(r) == {"key", "embedding_text", "value", "embedding"} and len(r["embedding"]) == 384
+                                 for r in rows), text_of(listed)[:300])
+    page = await vdb({"action": "list", "limit": 1, "offset": 1})
+    check("vector_db: list limit/offset", [r["value"] for r in sc(page).get("rows", [])] == ["recipe"], text_of(page)[:300])
+    found = await vdb({"action": "search", "query": "a company that sells laptops", "topK": 2})
+    results = sc(found).get("results", [])
+    check("vector_db: search finds the closest first, scores ascending",
+          [r["key"] for r in results][:1] == [key] and len(results) == 2 and results[0]["score"] <= results[1]["score"],
+          text_of(found)[:300])
+    with open(os.path.join(root, "notes.txt"), "w") as f:
+        f.write("Deployment checklist: bump the version, tag the release, publish the wheel.\n")
+    imported = await vdb({"action": "import_file", "filepath": "notes.txt"})
+    check("vector_db: import_file stores the path as value",
+          not imported.is_error and sc(imported).get("path") == os.path.join(root, "notes.txt"), text_of(imported)[:300])
+    hit = await vdb({"action": "search", "query": "how do I release a new version", "topK": 1})
+    check("vector_db: imported file is searchable",
+          [r["value"] for r in sc(hit).get("results", [])] == [os.path.join(root, "notes.txt")], text_of(hit)[:300])
+
+    # Errors: a tool error with one line, and the database unchanged.
+    before = sqlite_rows(chosen)
+    with open(os.path.join(root, "empty.txt"), "w"):
+        pass
+    with open(os.path.join(root, "blob.bin"), "wb") as f:
+        f.write(b"\x00\x01\x02binary\xff")
+    await expect_error(client, "vector_db error: unknown action", "vector_db", {"action": "upsert"}, "unknown action")
+    failed_call = await vdb({"action": "retrieve", "key": "not-a-uuid"})
+    check("vector_db error: the wire error body as structured content",
+          failed_call.is_error and sc(failed_call).get("error") == text_of(failed_call)
+          and "not a UUID" in text_of(failed_call), repr(failed_call)[:300])
+    await expect_error(client, "vector_db error: store without value", "vector_db",
+                       {"action": "store", "embedding_text": "x"}, "value")
+    await expect_error(client, "vector_db error: key not a UUID", "vector_db", {"action": "retrieve", "key": "42"}, "UUID")
+    await expect_error(client, "vector_db error: delete without key", "vector_db", {"action": "delete"}, "key")
+    await expect_error(client, "vector_db error: missing file", "vector_db",
+                       {"action": "import_file", "filepath": "nope.txt"}, "no such file")
+    await expect_error(client, "vector_db error: empty file", "vector_db",
+                       {"action": "import_file", "filepath": "empty.txt"}, "empty")
+    await expect_error(client, "vector_db error: binary file", "vector_db",
+                       {"action": "import_file", "filepath": "blob.bin"}, "binary")
+    await expect_error(client, "vector_db error: directory", "vector_db",
+                       {"action": "import_file", "filepath": "src"}, "directory")
+    await expect_error(client, "vector_db error: file outside the workspace", "vector_db",
+                       {"action": "import_file", "filepath": "/etc/hostname"}, "outside")
+    await expect_error(client, "vector_db error: search topK 0", "vector_db",
+                       {"action": "search", "query": "x", "topK": 0}, "topK")
+    await expect_error(client, "vector_db error: database in a missing directory", "vector_db",
+                       {"action": "set_database", "filename": "no/such/dir/v.sqlite"}, "does not exist")
+    check("vector_db: errors left the database unchanged", sqlite_rows(chosen) == before)
+    with open(os.path.join(root, ".raggrep", "vectordb.path")) as f:
+        check("vector_db: a failed set_database keeps the choice", f.read().strip() == chosen)
+
+    deleted = await vdb({"action": "delete", "key": key})
+    check("vector_db: delete returns the key", sc(deleted).get("key") == key and sc(deleted).get("deleted") is True,
+          text_of(deleted)[:300])
+    absent = await vdb({"action": "delete", "key": key})
+    check("vector_db: delete of an absent key warns", not absent.is_error and sc(absent).get("deleted") is False
+          and "no row" in sc(absent).get("warning", ""), text_of(absent)[:300])
 
 
 def entry():

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
+mod db;
 mod output;
 mod progress;
 
@@ -136,6 +137,9 @@ enum Command {
         #[arg(default_value = ".")]
         path: PathBuf,
     },
+    /// The vector store (key, text, value, embedding in SQLite): store, retrieve, delete, list,
+    /// search, import-file, set-database.
+    Db(db::DbArgs),
 }
 
 #[derive(clap::Args, Clone)]
@@ -297,6 +301,7 @@ fn dispatch(cli: Cli) -> Result<()> {
             cmd_embed(&embedder, &text, document)
         }
         Command::Files { path } => cmd_files(&path),
+        Command::Db(args) => db::run(args, model, ort),
     }
 }
 

@@ -288,6 +288,185 @@ pub struct FindSymbolArgs {
     pub name: String,
 }
 
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct VectorDbArgs {
+    /// What to do: store (embedding_text + value; returns a new UUID key, or the existing key when the same embedding_text is stored again), retrieve (key), delete (key), list (limit?, offset?), search (query, topK?), import_file (filepath) or set_database (filename).
+    pub action: String,
+    /// store: the text to embed and store.
+    #[serde(default)]
+    #[schemars(with = "String", transform = optional_argument)]
+    pub embedding_text: Option<String>,
+    /// store: the value to keep with it.
+    #[serde(default)]
+    #[schemars(with = "String", transform = optional_argument)]
+    pub value: Option<String>,
+    /// retrieve, delete: the row's UUID key.
+    #[serde(default)]
+    #[schemars(with = "String", transform = optional_argument)]
+    pub key: Option<String>,
+    /// list: rows at most (default 50).
+    #[serde(default)]
+    #[schemars(with = "u64", transform = optional_argument)]
+    pub limit: Option<u64>,
+    /// list: rows to skip (default 0).
+    #[serde(default)]
+    #[schemars(with = "u64", transform = optional_argument)]
+    pub offset: Option<u64>,
+    /// search: the text to find similar rows for.
+    #[serde(default)]
+    #[schemars(with = "String", transform = optional_argument)]
+    pub query: Option<String>,
+    /// search: number of results (default 5).
+    #[serde(default, rename = "topK")]
+    #[schemars(with = "u64", transform = optional_argument)]
+    pub top_k: Option<u64>,
+    /// import_file: a text file inside the workspace (relative to a root, or absolute inside one); its contents are embedded, its path is the value.
+    #[serde(default)]
+    #[schemars(with = "String", transform = optional_argument)]
+    pub filepath: Option<String>,
+    /// set_database: the SQLite file to use from now on (relative paths are relative to the first root); created if missing.
+    #[serde(default)]
+    #[schemars(with = "String", transform = optional_argument)]
+    pub filename: Option<String>,
+}
+
+/// A required argument of a `vector_db` action.
+fn required<T>(value: Option<T>, name: &str, action: &str) -> Result<T, String> {
+    value.ok_or_else(|| format!("{action} needs {name}"))
+}
+
+/// A `vector_db` failure: `isError`, the one line as text (what a model reads) and the wire
+/// contract's error body as structured content (what a program reads).
+fn vector_db_failure(message: String) -> CallToolResult {
+    let body = wire::ErrorBody { query: None, error: message.clone(), fix: None };
+    match serde_json::to_value(body) {
+        Ok(value) => {
+            let mut result = CallToolResult::structured_error(value);
+            result.content = vec![ContentBlock::text(message)];
+            result
+        }
+        Err(_) => failure(message),
+    }
+}
+
+/// The `vector_db` tool's work, on the engine (`crate::vectordb`); the index directory of the
+/// first root holds the workspace's database choice.
+fn vector_db(ws: &Workspace, args: VectorDbArgs) -> Result<CallToolResult, String> {
+    use crate::vectordb::{self, VectorDbError};
+    let started = std::time::Instant::now();
+    let roots = ws.roots();
+    let Some(first) = roots.first() else { return Err("no workspace root".into()) };
+    let dir = crate::index::IndexLocation::new(first, None).map_err(|e| e.to_string())?.dir;
+    let action = args.action.trim().to_string();
+    let text = |e: VectorDbError| e.to_string();
+    // Arguments are checked before the database is opened: a wrong call changes nothing.
+    let answer = match action.as_str() {
+        "set_database" => {
+            let filename = required(args.filename, "filename", &action)?;
+            if filename.trim().is_empty() {
+                return Err("filename is empty: give the SQLite file to use".into());
+            }
+            let db = vectordb::set_database(&dir, &first.join(filename.trim())).map_err(text)?;
+            serde_json::to_value(wire::DbDatabase {
+                database: db.path().display().to_string(),
+                rows: db.count().map_err(text)?,
+                migrated: (db.migrated() > 0).then_some(db.migrated()),
+            })
+        }
+        "store" => {
+            let embedding_text = required(args.embedding_text, "embedding_text", &action)?;
+            let value = required(args.value, "value", &action)?;
+            let mut db = vectordb::open_for_workspace(&dir).map_err(text)?;
+            let stored = db.store(ws.embedder().as_ref(), &embedding_text, &value).map_err(text)?;
+            serde_json::to_value(wire::DbStored { key: stored.key, updated: stored.updated, path: None })
+        }
+        "retrieve" => {
+            let key = required(args.key, "key", &action)?;
+            vectordb::check_key(&key).map_err(text)?;
+            let db = vectordb::open_for_workspace(&dir).map_err(text)?;
+            serde_json::to_value(match db.retrieve(&key).map_err(text)? {
+                Some(row) => wire::DbRetrieved {
+                    key: row.key,
+                    found: true,
+                    value: row.value,
+                    embedding_text: row.embedding_text,
+                    warning: None,
+                },
+                None => wire::DbRetrieved {
+                    warning: Some(format!("no row with key {key}")),
+                    key,
+                    found: false,
+                    value: None,
+                    embedding_text: None,
+                },
+            })
+        }
+        "delete" => {
+            let key = required(args.key, "key", &action)?;
+            vectordb::check_key(&key).map_err(text)?;
+            let mut db = vectordb::open_for_workspace(&dir).map_err(text)?;
+            let deleted = db.delete(&key).map_err(text)?;
+            serde_json::to_value(wire::DbDeleted {
+                warning: (!deleted).then(|| format!("no row with key {key}")),
+                key,
+                deleted,
+            })
+        }
+        "list" => {
+            let (limit, offset) = (args.limit.unwrap_or(vectordb::DEFAULT_LIMIT), args.offset.unwrap_or(0));
+            let db = vectordb::open_for_workspace(&dir).map_err(text)?;
+            let rows = db.list(limit, offset).map_err(text)?;
+            serde_json::to_value(wire::DbRows {
+                rows: rows.into_iter().map(wire::DbRow::from).collect(),
+                total: db.count().map_err(text)?,
+                limit,
+                offset,
+            })
+        }
+        "search" => {
+            let query = required(args.query, "query", &action)?;
+            let top_k = args.top_k.unwrap_or(vectordb::DEFAULT_TOP_K);
+            let db = vectordb::open_for_workspace(&dir).map_err(text)?;
+            let hits = db.search(ws.embedder().as_ref(), &query, top_k).map_err(text)?;
+            serde_json::to_value(wire::DbSearchResponse {
+                query,
+                results: hits.into_iter().map(wire::DbHit::from).collect(),
+                took_ms: (started.elapsed().as_secs_f64() * 10_000.0).round() / 10.0,
+            })
+        }
+        "import_file" => {
+            let filepath = required(args.filepath, "filepath", &action)?;
+            let given = Path::new(filepath.trim());
+            if filepath.trim().is_empty() {
+                return Err("filepath is empty: give a file inside the workspace".into());
+            }
+            // Relative to the first root that has it, as every path an agent sends.
+            let path = if given.is_absolute() {
+                given.to_path_buf()
+            } else {
+                roots.iter().map(|r| r.join(given)).find(|p| p.exists()).unwrap_or_else(|| first.join(given))
+            };
+            vectordb::read_import_file(&roots, &path).map_err(text)?;
+            let mut db = vectordb::open_for_workspace(&dir).map_err(text)?;
+            let (stored, canonical) = db.import_file(ws.embedder().as_ref(), &roots, &path).map_err(text)?;
+            serde_json::to_value(wire::DbStored {
+                key: stored.key,
+                updated: stored.updated,
+                path: Some(canonical.display().to_string()),
+            })
+        }
+        other => return Err(VectorDbError::UnknownAction(other.to_string()).to_string()),
+    };
+    crate::audit::record(
+        &dir,
+        crate::audit::Door::Mcp,
+        "vector_db",
+        started.elapsed().as_secs_f64() * 1000.0,
+        serde_json::json!({ "action": action }),
+    );
+    answer.map(CallToolResult::structured).map_err(|e| format!("cannot encode the answer: {e}"))
+}
+
 /// The MCP server: tools over one live workspace.
 #[derive(Clone)]
 pub struct RaggrepMcp {
@@ -685,6 +864,13 @@ impl RaggrepMcp {
     }
 
     #[tool(
+        description = "A persistent vector store (key/value rows with an embedding of their text, in SQLite; one database per workspace, in .raggrep/ unless set_database chose another). One tool, {\"action\": ..., ...}: store (embedding_text, value) -> {key, updated}; retrieve (key) -> {key, found, value, embedding_text}; delete (key) -> {key, deleted, warning?}; list (limit? default 50, offset? default 0) -> {rows: [{key, embedding_text, value, embedding}], total}; search (query, topK? default 5) -> {results: [{key, embedding_text, value, score}]} with score the cosine distance, lower is closer, sorted; import_file (filepath, inside the workspace) stores the file's text with its path as value; set_database (filename) switches the database file and remembers it."
+    )]
+    async fn vector_db(&self, Parameters(args): Parameters<VectorDbArgs>) -> Result<CallToolResult, ErrorData> {
+        Ok(self.blocking(move |ws| vector_db(ws, args)).await.unwrap_or_else(vector_db_failure))
+    }
+
+    #[tool(
         description = "Queue a full update of the index of every root (files changed on disk are picked up automatically; use this after changing ignore files or if status shows an error). Returns at once; status shows progress."
     )]
     async fn reindex(&self) -> Result<CallToolResult, ErrorData> {
@@ -701,8 +887,9 @@ impl ServerHandler for RaggrepMcp {
             .with_instructions(
                 "raggrep searches this codebase locally. Use search for 'where is X done' questions (words or identifiers), \
                  find_symbol for where a name is defined, outline for the definitions of a file, context for code to read \
-                 about a question, find_similar for code like a given range or snippet. Locations are path:start-end with \
-                 1-based lines, relative to the workspace root.",
+                 about a question, find_similar for code like a given range or snippet, vector_db to keep and find notes by meaning \
+                 (a key/value store with embeddings). Locations are path:start-end with 1-based lines, relative to \
+                 the workspace root.",
             )
     }
 }
