@@ -168,26 +168,6 @@ pub fn database_path(index_dir: &Path) -> PathBuf {
     }
 }
 
-/// Atomic publish (temp file → fsync → rename → fsync the directory), as
-/// `index::write_atomic` does, but under a temp name the index's clean-up leaves alone: an
-/// indexer in another process deletes every `.NAME.tmp-*` file in the index directory as stale,
-/// including one this process is writing at that moment.
-fn write_choice(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    use std::io::Write;
-    let tmp = path.with_file_name(format!("{CHOICE_FILE}.writing-{}", std::process::id()));
-    let result = (|| {
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)?;
-        std::fs::File::open(path.parent().unwrap_or(Path::new(".")))?.sync_all()
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
-
 /// `set_database`: opens (creating if needed) the database at `path`, which must be absolute,
 /// and remembers it for the workspace whose index directory is `index_dir`. The choice is
 /// written atomically, so a crash leaves the old choice or the new one.
@@ -207,7 +187,7 @@ pub fn set_database(index_dir: &Path, path: &Path) -> Result<VectorDb> {
     crate::index::create_private_dir(index_dir).map_err(remember)?;
     let mut line = path.as_os_str().as_bytes().to_vec();
     line.push(b'\n');
-    write_choice(&index_dir.join(CHOICE_FILE), &line).map_err(remember)?;
+    crate::index::write_atomic(&index_dir.join(CHOICE_FILE), &line).map_err(remember)?;
     Ok(db)
 }
 

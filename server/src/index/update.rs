@@ -779,8 +779,12 @@ fn collect_garbage(dir: &Path, current: &Manifest, previous_name: Option<&str>) 
     };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let ours = name.starts_with("manifest-") || name.starts_with("vectors-") || name.starts_with("ann-");
-        let stale_temp = name.starts_with('.') && name.contains(".tmp-");
+        // Only the index's own file names: other files may share the directory (a vector store
+        // the user placed there, `config.toml`).
+        let ours = (name.starts_with("manifest-") && name.ends_with(".rkyv"))
+            || (name.starts_with("vectors-") && name.ends_with(".f32"))
+            || (name.starts_with("ann-") && name.ends_with(".graph"));
+        let stale_temp = name.starts_with('.') && name.contains(".tmp-") && abandoned_temp(&name, &entry.path());
         let kept = keep.iter().any(|k| name == *k || *name == Ann::file_name(k));
         if (ours && !kept) || stale_temp {
             let _ = fs::remove_file(entry.path());
@@ -788,6 +792,49 @@ fn collect_garbage(dir: &Path, current: &Manifest, previous_name: Option<&str>) 
     }
 }
 
+/// Whether a `.NAME.tmp-<pid>` file is left over rather than being written right now: another
+/// process's temp file is abandoned once that process is gone (Linux `/proc`); ours, or one we
+/// cannot judge, once it is an hour old (a thread of this process may be writing it now).
+fn abandoned_temp(name: &str, path: &Path) -> bool {
+    let old = || {
+        fs::metadata(path)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > std::time::Duration::from_secs(3600))
+    };
+    let pid = name.rsplit(".tmp-").next().and_then(|p| p.parse::<u32>().ok());
+    match pid {
+        Some(pid) if pid != std::process::id() && Path::new("/proc/self").exists() => {
+            !Path::new("/proc").join(pid.to_string()).exists() || old()
+        }
+        _ => old(),
+    }
+}
+
 fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_abandoned_temp_files_are_stale() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str| {
+            let path = dir.path().join(name);
+            fs::write(&path, b"x").unwrap();
+            path
+        };
+        // Being written by this process (another thread), or by a live process: kept.
+        let ours = format!(".config.toml.tmp-{}", std::process::id());
+        assert!(!abandoned_temp(&ours, &write(&ours)));
+        let parent = format!(".vectordb.path.tmp-{}", std::os::unix::process::parent_id());
+        assert!(!abandoned_temp(&parent, &write(&parent)));
+        // Its writer is gone (no such pid on Linux: pid_max is at most 2^22).
+        let gone = ".manifest-00000001.rkyv.tmp-4294967";
+        assert!(abandoned_temp(gone, &write(gone)));
+    }
 }
