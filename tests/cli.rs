@@ -461,7 +461,7 @@ fn an_identifier_query_finds_its_definition_first() {
     for (query, mode) in
         [("load_settings", "hybrid"), ("load_settings", "lexical"), ("settings::load_settings", "hybrid")]
     {
-        let out = ws.ok(&["search", query, "--mode", mode, "--json"]);
+        let out = ws.ok(&["query", query, "--mode", mode, "--json"]);
         let response: Value = serde_json::from_slice(&out.stdout).unwrap();
         let first = &response["results"][0];
         assert_eq!(first["path"], "src/settings.rs", "{query} ({mode}): {response:#}");
@@ -471,7 +471,7 @@ fn an_identifier_query_finds_its_definition_first() {
         assert!(scores.windows(2).all(|w| w[0] >= w[1]), "scores never rise down the list: {scores:?}");
     }
     // A description is not routed: it is ranked like any other query (and still answered).
-    let out = ws.ok(&["search", "read the settings from a file", "--json"]);
+    let out = ws.ok(&["query", "read the settings from a file", "--json"]);
     let response: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(!response["results"].as_array().unwrap().is_empty());
 }
