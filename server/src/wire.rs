@@ -340,6 +340,28 @@ pub struct DbRetrieved {
     pub warning: Option<String>,
 }
 
+impl DbRetrieved {
+    /// The answer to looking `key` up, found or not (every door words "not found" the same).
+    pub fn new(key: String, found: Option<crate::vectordb::Found>) -> DbRetrieved {
+        match found {
+            Some(row) => DbRetrieved {
+                key: row.key,
+                found: true,
+                value: row.value,
+                embedding_text: row.embedding_text,
+                warning: None,
+            },
+            None => DbRetrieved {
+                warning: Some(format!("no row with key {key}")),
+                key,
+                found: false,
+                value: None,
+                embedding_text: None,
+            },
+        }
+    }
+}
+
 /// Answer to `delete`: the key, and a warning when no row had it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DbDeleted {

@@ -128,22 +128,7 @@ pub fn run(args: DbArgs, model: Option<&str>, ort: Option<&Path>) -> Result<()> 
         }
         DbAction::Retrieve { key } => {
             let found = db.retrieve(&key)?;
-            let answer = match found {
-                Some(row) => wire::DbRetrieved {
-                    key: row.key,
-                    found: true,
-                    value: row.value,
-                    embedding_text: row.embedding_text,
-                    warning: None,
-                },
-                None => wire::DbRetrieved {
-                    warning: Some(format!("no row with key {key}")),
-                    key,
-                    found: false,
-                    value: None,
-                    embedding_text: None,
-                },
-            };
+            let answer = wire::DbRetrieved::new(key, found);
             warn(json, answer.warning.as_deref());
             emit(&mut out, &answer, answer.value.as_deref().unwrap_or_default())?;
             record(&location, "retrieve", started, usize::from(answer.found));

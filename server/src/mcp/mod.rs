@@ -384,22 +384,7 @@ fn vector_db(ws: &Workspace, args: VectorDbArgs) -> Result<CallToolResult, Strin
             let key = required(args.key, "key", &action)?;
             vectordb::check_key(&key).map_err(text)?;
             let db = vectordb::open_for_workspace(&dir).map_err(text)?;
-            serde_json::to_value(match db.retrieve(&key).map_err(text)? {
-                Some(row) => wire::DbRetrieved {
-                    key: row.key,
-                    found: true,
-                    value: row.value,
-                    embedding_text: row.embedding_text,
-                    warning: None,
-                },
-                None => wire::DbRetrieved {
-                    warning: Some(format!("no row with key {key}")),
-                    key,
-                    found: false,
-                    value: None,
-                    embedding_text: None,
-                },
-            })
+            serde_json::to_value(wire::DbRetrieved::new(key.clone(), db.retrieve(&key).map_err(text)?))
         }
         "delete" => {
             let key = required(args.key, "key", &action)?;
