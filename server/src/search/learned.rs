@@ -42,6 +42,12 @@ pub const FEATURES: [&str; 13] = [
     "unasked_test_code",
 ];
 
+// Positions in FEATURES that the file-level pass reads and fills.
+const LEX_MM: usize = 1;
+const COSINE: usize = 4;
+const FILE_COSINE: usize = 10;
+const FILE_LEX: usize = 11;
+
 /// One candidate chunk of a query with its features.
 #[derive(Debug, Clone)]
 pub struct Candidate {
@@ -171,7 +177,7 @@ pub fn candidates(
     let mut ids: Vec<usize> = dense.iter().chain(lexical).map(|x| x.0).collect();
     ids.sort_unstable();
     ids.dedup();
-    let mut out: Vec<(Candidate, Option<&str>)> = Vec::with_capacity(ids.len());
+    let mut out: Vec<(Candidate, &str)> = Vec::with_capacity(ids.len());
     for chunk_index in ids {
         let Some(chunk) = snapshot.chunk(chunk_index) else { continue };
         let (dense_mm, dense_rr) = dense_features.get(&chunk_index).copied().unwrap_or((0.0, 0.0));
@@ -216,23 +222,21 @@ pub fn candidates(
                     f32::from(u8::from(!wants_tests && is_test_like(chunk.path))),
                 ],
             },
-            Some(chunk.path),
+            chunk.path,
         ));
     }
     // File-level evidence: the best cosine and lexical score among the file's candidates.
     let mut best: HashMap<&str, (f32, f32)> = HashMap::new();
     for (candidate, path) in &out {
-        let Some(path) = path else { continue };
         let entry = best.entry(path).or_insert((f32::NEG_INFINITY, 0.0));
-        entry.0 = entry.0.max(candidate.features[4]);
-        entry.1 = entry.1.max(candidate.features[1]);
+        entry.0 = entry.0.max(candidate.features[COSINE]);
+        entry.1 = entry.1.max(candidate.features[LEX_MM]);
     }
-    out.iter()
-        .map(|(candidate, path)| {
-            let mut candidate = candidate.clone();
-            if let Some((cosine, lex)) = path.and_then(|p| best.get(p)) {
-                candidate.features[10] = *cosine;
-                candidate.features[11] = *lex;
+    out.into_iter()
+        .map(|(mut candidate, path)| {
+            if let Some(&(cosine, lex)) = best.get(path) {
+                candidate.features[FILE_COSINE] = cosine;
+                candidate.features[FILE_LEX] = lex;
             }
             candidate
         })
@@ -294,6 +298,8 @@ mod tests {
     #[test]
     fn the_shipped_weights_match_the_features() {
         let weights = weights().expect("learned_fusion.json parses and names exactly FEATURES");
+        let named = [(LEX_MM, "lex_mm"), (COSINE, "cosine"), (FILE_COSINE, "file_cosine"), (FILE_LEX, "file_lex")];
+        assert!(named.iter().all(|&(i, name)| FEATURES[i] == name));
         assert!(weights.std.iter().all(|s| *s > 0.0));
     }
 
