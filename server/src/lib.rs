@@ -9,6 +9,7 @@
 //! Front doors (`cli`, `lsp`, `mcp`) sit on top of the engine API and never reach
 //! into each other. See `ARCHITECTURE.md` for the map and its invariants.
 
+pub mod ask;
 pub mod audit;
 pub mod chunk;
 pub mod cli;
@@ -19,6 +20,7 @@ pub mod lsp;
 pub mod mcp;
 pub mod search;
 pub mod stdio;
+pub mod symbols;
 pub mod vectordb;
 pub mod walk;
 pub mod wire;

@@ -327,6 +327,51 @@ pub struct DbStored {
     pub path: Option<String>,
 }
 
+/// Answer to `raggrep ask --json`: the route taken, the answer (exact, or the LLM's), and the
+/// sources it rests on. With `--prompt`, `prompt` instead of `answer`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AskAnswer {
+    pub question: String,
+    /// `outline`, `definition`, `members` (exact) or `retrieval` (snippets and an LLM).
+    pub route: String,
+    /// The file or name a structural route looked at.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// Why a structural route fell back to retrieval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// Estimated tokens of the prompt (retrieval only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<usize>,
+    pub sources: Vec<AskSource>,
+    /// The model that answered, as its server names it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// `stop`, `length` …, as the server said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+    pub took_ms: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_token_ms: Option<f64>,
+}
+
+/// A source of an `ask` answer: `path:start-end`, and whether the LLM's answer cites it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AskSource {
+    pub location: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub symbol: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<ChunkKind>,
+    /// Retrieval answers only: the answer mentions this source.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cited: Option<bool>,
+}
+
 /// Answer to `retrieve`: the row's value, or `found: false` and a warning.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DbRetrieved {
@@ -689,6 +734,51 @@ mod tests {
             omitted: Some(4),
         };
         insta::assert_json_snapshot!("symbols", symbols);
+    }
+
+    #[test]
+    fn ask_answers_keep_their_shape() {
+        let exact = AskAnswer {
+            question: "where is `parse_config` defined?".into(),
+            route: "definition".into(),
+            target: Some("parse_config".into()),
+            fallback: None,
+            answer: Some(
+                "`parse_config` is defined in 1 place:\n  function parse_config  src/config.rs:12-40\n".into(),
+            ),
+            prompt: None,
+            prompt_tokens: None,
+            sources: vec![AskSource {
+                location: "src/config.rs:12-40".into(),
+                symbol: Some("parse_config".into()),
+                kind: Some(ChunkKind::Function),
+                cited: None,
+            }],
+            model: None,
+            finish_reason: None,
+            took_ms: 3.5,
+            first_token_ms: None,
+        };
+        insta::assert_json_snapshot!("ask_exact", exact);
+        let retrieved = AskAnswer {
+            question: "what does `Nope` contain?".into(),
+            route: "retrieval".into(),
+            target: None,
+            fallback: Some("no definition named `Nope` in the index".into()),
+            answer: Some("Tokens are checked in src/auth.rs:3-9.".into()),
+            prompt_tokens: Some(412),
+            sources: vec![AskSource {
+                location: "src/auth.rs:3-9".into(),
+                symbol: Some("validate".into()),
+                kind: Some(ChunkKind::Function),
+                cited: Some(true),
+            }],
+            model: Some("SmolLM2-135M-Instruct".into()),
+            finish_reason: Some("stop".into()),
+            first_token_ms: Some(120.0),
+            ..exact
+        };
+        insta::assert_json_snapshot!("ask_retrieval", retrieved);
     }
 
     #[test]

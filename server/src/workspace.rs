@@ -16,7 +16,6 @@ use dashmap::DashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::audit;
-use crate::chunk::estimate_tokens;
 use crate::embed::{Embedder, Vector};
 use crate::index::{self, IndexError, IndexLocation, IndexOptions, IndexStats, Progress, Snapshot, UpdateStats};
 use crate::search::{self, Hit, Mode, Query, SearchError};
@@ -80,6 +79,10 @@ pub struct ProjectConfig {
     /// The audit log (`audit.jsonl`); on unless set to false.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub audit: Option<bool>,
+    /// How `raggrep ask` reaches an LLM ([`crate::ask::LlmSettings`] reads it): kept as it is
+    /// written, so saving the toggle keeps it even when it does not parse.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub llm: Option<toml::Value>,
 }
 
 impl ProjectConfig {
@@ -556,27 +559,26 @@ impl Workspace {
         let started = Instant::now();
         let query = Query { k: 30, ..Query::new(question) };
         let hits = self.search(&query)?;
-        let mut text = String::new();
-        let mut tokens = 0;
-        let mut sources = Vec::new();
-        for RootHit { root, hit } in hits {
-            let body = self.read_lines(&crate::walk::resolve(&root, &hit.path), hit.start_line, hit.end_line);
-            let citation = format!("{}:{}-{}", hit.path, hit.start_line, hit.end_line);
-            let block = format!("{citation}\n```{}\n{}\n```\n\n", hit.language.name(), body.trim_end());
-            let cost = estimate_tokens(&block);
-            if tokens + cost > max_tokens {
-                continue;
-            }
-            tokens += cost;
-            text.push_str(&block);
-            sources.push(citation);
-        }
+        let snippets = hits.into_iter().map(|RootHit { root, hit }| crate::ask::Snippet {
+            body: self.read_lines(&crate::walk::resolve(&root, &hit.path), hit.start_line, hit.end_line),
+            source: crate::ask::Source {
+                path: hit.path,
+                start_line: hit.start_line,
+                end_line: hit.end_line,
+                symbol: hit.symbol,
+                kind: Some(hit.kind),
+            },
+            language: hit.language,
+        });
+        let fitted = crate::ask::fit_snippets(snippets, max_tokens);
+        let tokens = fitted.tokens;
+        let sources: Vec<String> = fitted.sources.iter().map(crate::ask::Source::citation).collect();
         self.audit(
             "context",
             started,
             serde_json::json!({ "max_tokens": max_tokens, "tokens": tokens, "sources": sources.len() }),
         );
-        Ok(Context { text: text.trim_end().to_string(), tokens, sources })
+        Ok(Context { text: fitted.text, tokens, sources })
     }
 
     /// Lines `start..=end` (1-based) of a file, from the editor buffer if there is one.

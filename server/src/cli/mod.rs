@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
+mod ask;
 mod db;
 mod output;
 mod progress;
@@ -140,6 +141,9 @@ enum Command {
     /// The vector store (key, text, value, embedding in SQLite): store, retrieve, delete, list,
     /// search, import-file, set-database.
     Db(db::DbArgs),
+    /// Answer a question about the code: structural questions exactly, others from retrieved
+    /// snippets through an OpenAI-compatible LLM (or --prompt: print the prompt).
+    Ask(Box<ask::AskArgs>),
 }
 
 #[derive(clap::Args, Clone)]
@@ -302,6 +306,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         }
         Command::Files { path } => cmd_files(&path),
         Command::Db(args) => db::run(args, model, ort),
+        Command::Ask(args) => ask::run(*args, model, ort),
     }
 }
 
@@ -348,32 +353,7 @@ fn cmd_query(
     json: bool,
 ) -> Result<()> {
     let mut embedder = if template.mode != Mode::Lexical { Some(load_embedder(model, ort)?) } else { None };
-    if !location.exists() {
-        let _ = writeln!(io::stderr(), "no index at {} yet; building it first", location.root.display());
-        rebuild(location, &mut embedder, model, ort)?;
-    }
-    let snapshot = match Snapshot::open(location) {
-        Ok(snapshot) => snapshot,
-        Err(err @ index::IndexError::Corrupt(_)) => {
-            // A damaged index is rebuilt, not a dead end.
-            let _ = writeln!(io::stderr(), "{err}; rebuilding it");
-            rebuild(location, &mut embedder, model, ort)?;
-            Snapshot::open(location)?
-        }
-        Err(err) => return Err(err.into()),
-    };
-    if let Some(embedder) = &embedder {
-        let info = embedder.info();
-        if snapshot.model_id() != info.id || snapshot.dim() != info.dim {
-            return Err(index::IndexError::ModelMismatch {
-                index: snapshot.model_id().to_string(),
-                index_dim: snapshot.dim(),
-                embedder: info.id.clone(),
-                embedder_dim: info.dim,
-            }
-            .into());
-        }
-    }
+    let snapshot = open_index(location, &mut embedder, model, ort)?;
     let embedder_ref: Option<&dyn Embedder> = embedder.as_ref().map(|e| e as &dyn Embedder);
     let mut out = io::stdout().lock();
     if query == "-" {
@@ -387,6 +367,49 @@ fn cmd_query(
         writeln!(out, "{}", serde_json::to_string(&search_response(&results))?)?;
     } else {
         output::print_hits(&mut out, &results)?;
+    }
+    Ok(())
+}
+
+/// The index of `location`, built first when there is none and rebuilt when it is damaged;
+/// checked against `embedder`'s model when there is one.
+fn open_index(
+    location: &IndexLocation,
+    embedder: &mut Option<OnnxEmbedder>,
+    model: Option<&str>,
+    ort: Option<&Path>,
+) -> Result<Snapshot> {
+    if !location.exists() {
+        let _ = writeln!(io::stderr(), "no index at {} yet; building it first", location.root.display());
+        rebuild(location, embedder, model, ort)?;
+    }
+    let snapshot = match Snapshot::open(location) {
+        Ok(snapshot) => snapshot,
+        Err(err @ index::IndexError::Corrupt(_)) => {
+            // A damaged index is rebuilt, not a dead end.
+            let _ = writeln!(io::stderr(), "{err}; rebuilding it");
+            rebuild(location, embedder, model, ort)?;
+            Snapshot::open(location)?
+        }
+        Err(err) => return Err(err.into()),
+    };
+    if let Some(embedder) = embedder {
+        check_model(&snapshot, embedder)?;
+    }
+    Ok(snapshot)
+}
+
+/// Queries must be embedded by the model that embedded the index.
+fn check_model(snapshot: &Snapshot, embedder: &OnnxEmbedder) -> Result<()> {
+    let info = embedder.info();
+    if snapshot.model_id() != info.id || snapshot.dim() != info.dim {
+        return Err(index::IndexError::ModelMismatch {
+            index: snapshot.model_id().to_string(),
+            index_dim: snapshot.dim(),
+            embedder: info.id.clone(),
+            embedder_dim: info.dim,
+        }
+        .into());
     }
     Ok(())
 }

@@ -22,13 +22,13 @@ use rmcp::{ErrorData, ServerHandler, ServiceExt, tool, tool_handler, tool_router
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::chunk::{ChunkConfig, ChunkKind, estimate_tokens, outline};
+use crate::chunk::{ChunkConfig, estimate_tokens, outline};
 use crate::embed::{Assets, EmbedOptions, OnnxEmbedder};
 use crate::index::{Progress, UpdateStats};
 use crate::lang::Language;
 use crate::search::{Mode, Query};
-use crate::wire;
 use crate::workspace::{Events, MemoryLevel, ProjectConfig, RootHit, Settings, Workspace};
+use crate::{symbols, wire};
 
 /// Results per call when `k` is not given.
 const DEFAULT_K: u64 = 10;
@@ -532,57 +532,6 @@ fn budgeted_hits(
     (out, wire::Budget { tokens, omitted })
 }
 
-/// Members (methods of classes, impls, traits …) named `name` (or qualified `wanted`, with `.`
-/// separators) inside the indexed files that hold container chunks, from the files' syntax
-/// trees. Adds up to [`MAX_SYMBOLS`] entries to `found`; returns how many there are.
-fn members_named(
-    ws: &Workspace,
-    name: &str,
-    wanted: &str,
-    several_roots: bool,
-    found: &mut Vec<wire::SymbolDefinition>,
-) -> usize {
-    let mut total = 0;
-    for (root, snapshot) in ws.snapshots() {
-        let mut files: Vec<(&str, Language)> = Vec::new();
-        for index in 0..snapshot.chunk_count() {
-            let Some(chunk) = snapshot.chunk(index) else { continue };
-            let container = matches!(
-                chunk.kind,
-                ChunkKind::Class | ChunkKind::Impl | ChunkKind::Trait | ChunkKind::Interface | ChunkKind::Module
-            );
-            if container && files.last().is_none_or(|(path, _)| *path != chunk.path) {
-                files.push((chunk.path, chunk.language));
-            }
-        }
-        files.dedup();
-        for (path, language) in files {
-            let Ok(text) = std::fs::read_to_string(crate::walk::resolve(&root, path)) else { continue };
-            for definition in outline(&text, language, &ChunkConfig::default()) {
-                let qualified = definition.symbol.replace("::", ".");
-                let short = qualified.rsplit('.').next().unwrap_or_default();
-                if qualified == qualified.rsplit('.').next().unwrap_or_default() {
-                    // Top-level definitions have chunks of their own: the index answered them.
-                    continue;
-                }
-                if short != name && qualified != wanted {
-                    continue;
-                }
-                total += 1;
-                if found.len() < MAX_SYMBOLS {
-                    found.push(wire::SymbolDefinition {
-                        location: wire::location(path, definition.start_line, definition.end_line),
-                        symbol: definition.symbol,
-                        kind: definition.kind,
-                        root: several_roots.then(|| root.display().to_string()),
-                    });
-                }
-            }
-        }
-    }
-    total
-}
-
 #[tool_router]
 impl RaggrepMcp {
     pub fn new(workspace: Arc<Workspace>) -> RaggrepMcp {
@@ -774,62 +723,22 @@ impl RaggrepMcp {
                 return Err("name is empty: give a function, class or other symbol name".to_string());
             }
             self.blocking(move |ws| {
-                // Qualified names match whatever separator the language uses.
-                let normal = |s: &str| s.replace("::", ".");
-                let wanted = normal(&name);
                 let several_roots = ws.roots().len() > 1;
-                let mut found: Vec<wire::SymbolDefinition> = Vec::new();
-                let mut total = 0usize;
-                for (root, snapshot) in ws.snapshots() {
-                    // The entry the previous chunk went into, to merge pieces of one definition.
-                    let mut previous: Option<(String, String, u32, u32, usize)> = None;
-                    for index in 0..snapshot.chunk_count() {
-                        let Some(chunk) = snapshot.chunk(index) else { continue };
-                        if chunk.symbol.is_empty() {
-                            continue;
-                        }
-                        let symbol_path = chunk.symbol_path().unwrap_or_default();
-                        if chunk.symbol != name && normal(&symbol_path) != wanted {
-                            continue;
-                        }
-                        // Pieces of one split definition are listed once, whole.
-                        if let Some((path, symbol, start, end, slot)) = &mut previous
-                            && path.as_str() == chunk.path
-                            && *symbol == symbol_path
-                            && chunk.start_line <= *end + 1
-                            && let Some(entry) = found.get_mut(*slot)
-                        {
-                            *end = (*end).max(chunk.end_line);
-                            entry.location = wire::location(path, *start, *end);
-                            continue;
-                        }
-                        total += 1;
-                        if found.len() >= MAX_SYMBOLS {
-                            continue;
-                        }
-                        previous = Some((
-                            chunk.path.to_string(),
-                            symbol_path.clone(),
-                            chunk.start_line,
-                            chunk.end_line,
-                            found.len(),
-                        ));
-                        found.push(wire::SymbolDefinition {
-                            location: wire::location(chunk.path, chunk.start_line, chunk.end_line),
-                            symbol: symbol_path,
-                            kind: chunk.kind,
-                            root: several_roots.then(|| root.display().to_string()),
-                        });
-                    }
-                }
-                if found.is_empty() {
-                    // A small class or impl is indexed whole, as one chunk: its members have no
-                    // chunk of their own. Look inside the files holding such containers.
-                    total = members_named(ws, &name, &wanted, several_roots, &mut found);
-                }
+                let found = symbols::find_definitions(&ws.snapshots(), &name, MAX_SYMBOLS);
+                let definitions = found
+                    .definitions
+                    .into_iter()
+                    .map(|d| wire::SymbolDefinition {
+                        location: wire::location(&d.path, d.start_line, d.end_line),
+                        symbol: d.symbol,
+                        kind: d.kind,
+                        root: several_roots.then(|| d.root.display().to_string()),
+                    })
+                    .collect();
+                let total = found.total;
                 let response = wire::SymbolDefinitions {
                     name,
-                    definitions: found,
+                    definitions,
                     partial: ws.is_partial(),
                     omitted: (total > MAX_SYMBOLS).then(|| total - MAX_SYMBOLS),
                 };

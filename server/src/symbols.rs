@@ -1,0 +1,149 @@
+//! Exact symbol lookups over published snapshots: where a name is defined, and what a
+//! definition contains. No embedding: the index's symbols first, then the files' syntax trees
+//! for members too small to have a chunk of their own. Shared by every front door (MCP's
+//! `find_symbol`, the `ask` router).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::chunk::{ChunkConfig, ChunkKind, Definition, outline};
+use crate::index::Snapshot;
+
+/// One definition found for a name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FoundDefinition {
+    pub root: PathBuf,
+    /// Relative to the root, `/`-separated.
+    pub path: String,
+    /// Qualified (`container::name` or `container.name`, by language).
+    pub symbol: String,
+    pub kind: ChunkKind,
+    pub start_line: u32,
+    pub end_line: u32,
+}
+
+/// The first `max` definitions of a name, and how many there are in all.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Found {
+    pub definitions: Vec<FoundDefinition>,
+    pub total: usize,
+}
+
+/// Qualified names match whatever separator the language uses.
+fn normal(symbol: &str) -> String {
+    symbol.replace("::", ".")
+}
+
+/// The definitions named `name` (case-sensitive; the short name or the qualified one, `::` and
+/// `.` alike), in root and index order, pieces of one split definition merged into one.
+pub fn find_definitions(snapshots: &[(PathBuf, Arc<Snapshot>)], name: &str, max: usize) -> Found {
+    let wanted = normal(name);
+    let mut found = Found::default();
+    for (root, snapshot) in snapshots {
+        // The entry the previous chunk went into, to merge pieces of one definition.
+        let mut previous: Option<usize> = None;
+        for index in 0..snapshot.chunk_count() {
+            let Some(chunk) = snapshot.chunk(index) else { continue };
+            if chunk.symbol.is_empty() {
+                continue;
+            }
+            let symbol_path = chunk.symbol_path().unwrap_or_default();
+            if chunk.symbol != name && normal(&symbol_path) != wanted {
+                continue;
+            }
+            if let Some(entry) = previous.and_then(|slot| found.definitions.get_mut(slot))
+                && entry.root == *root
+                && entry.path == chunk.path
+                && entry.symbol == symbol_path
+                && chunk.start_line <= entry.end_line + 1
+            {
+                entry.end_line = entry.end_line.max(chunk.end_line);
+                continue;
+            }
+            found.total += 1;
+            previous = None;
+            if found.definitions.len() >= max {
+                continue;
+            }
+            previous = Some(found.definitions.len());
+            found.definitions.push(FoundDefinition {
+                root: root.clone(),
+                path: chunk.path.to_string(),
+                symbol: symbol_path,
+                kind: chunk.kind,
+                start_line: chunk.start_line,
+                end_line: chunk.end_line,
+            });
+        }
+    }
+    if found.definitions.is_empty() {
+        // A small class or impl is indexed whole, as one chunk: its members have no chunk of
+        // their own. Look inside the files holding such containers.
+        found = members_named(snapshots, name, &wanted, max);
+    }
+    found
+}
+
+/// Members (methods of classes, impls, traits …) named `name` (or qualified `wanted`) inside
+/// the indexed files that hold container chunks, from the files' syntax trees.
+fn members_named(snapshots: &[(PathBuf, Arc<Snapshot>)], name: &str, wanted: &str, max: usize) -> Found {
+    let mut found = Found::default();
+    for (root, snapshot) in snapshots {
+        let mut files: Vec<&str> = Vec::new();
+        for index in 0..snapshot.chunk_count() {
+            let Some(chunk) = snapshot.chunk(index) else { continue };
+            let container = matches!(
+                chunk.kind,
+                ChunkKind::Class | ChunkKind::Impl | ChunkKind::Trait | ChunkKind::Interface | ChunkKind::Module
+            );
+            if container && files.last().is_none_or(|path| *path != chunk.path) {
+                files.push(chunk.path);
+            }
+        }
+        files.dedup();
+        for path in files {
+            for definition in file_outline(root, path) {
+                let qualified = normal(&definition.symbol);
+                let short = qualified.rsplit('.').next().unwrap_or_default();
+                if qualified == short {
+                    // Top-level definitions have chunks of their own: the index answered them.
+                    continue;
+                }
+                if short != name && qualified != wanted {
+                    continue;
+                }
+                found.total += 1;
+                if found.definitions.len() < max {
+                    found.definitions.push(FoundDefinition {
+                        root: root.clone(),
+                        path: path.to_string(),
+                        symbol: definition.symbol,
+                        kind: definition.kind,
+                        start_line: definition.start_line,
+                        end_line: definition.end_line,
+                    });
+                }
+            }
+        }
+    }
+    found
+}
+
+/// The definitions of an indexed file, from its syntax tree as it is on disk now (none when it
+/// cannot be read).
+pub fn file_outline(root: &Path, path: &str) -> Vec<Definition> {
+    let absolute = crate::walk::resolve(root, path);
+    let Ok(text) = std::fs::read_to_string(&absolute) else { return Vec::new() };
+    outline(&text, crate::lang::Language::from_path(&absolute), &ChunkConfig::default())
+}
+
+/// The definitions nested in `container` (its members: methods, fields of languages that
+/// outline them, nested types …) anywhere in the container's file (a Rust `impl Foo` block
+/// included), from the file's syntax tree, in source order.
+pub fn members_of(container: &FoundDefinition) -> Vec<Definition> {
+    let prefix = format!("{}.", normal(&container.symbol));
+    file_outline(&container.root, &container.path)
+        .into_iter()
+        .filter(|d| normal(&d.symbol).starts_with(&prefix))
+        .collect()
+}
