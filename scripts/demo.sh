@@ -26,3 +26,12 @@ for q in "$@"; do
   printf '\n$ raggrep query %q\n' "$q"
   "$bin" query --root "$target" -k 5 "$q"
 done
+
+# `ask`: a structural question is answered exactly; an open one becomes a prompt for any
+# OpenAI-compatible LLM (printed here with --prompt, so the demo needs no LLM server).
+if [[ "$target" == "$here" ]]; then
+  printf '\n$ raggrep ask %q\n' "list the functions in server/src/ask/route.rs"
+  "$bin" ask --root "$target" "list the functions in server/src/ask/route.rs"
+  printf '\n$ raggrep ask --prompt --budget 400 %q\n' "how does ask choose between exact answers and retrieval?"
+  "$bin" ask --root "$target" --prompt --budget 400 "how does ask choose between exact answers and retrieval?"
+fi

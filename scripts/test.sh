@@ -52,6 +52,9 @@ client "VS Code extension (unit + code-server/Chromium end to end)" editors/vsco
 client "MCP server (official Python SDK, stdio and Streamable HTTP)" tests/mcp/run.sh
 client "MCP server (official MCP Inspector, CLI mode)" tests/mcp/inspector.sh
 client "vector store interop with seed 002's stack (Python sqlite3 + PyPI sqlite-vec)" tests/vectordb/interop.sh
+# raggrep ask against a real LLM server: llama.cpp's llama-server built from the source vendored in
+# the crate llama-cpp-sys-2 (needs cmake; ~65 s once, cached), serving SmolLM2-135M.
+client "raggrep ask against a real llama-server (SmolLM2-135M on loopback)" tests/ask/run.sh
 
 step "retrieval benchmark, quick mode (numbers sane and above the regression floors)"
 bash benches/retrieval/build.sh --quick

@@ -159,7 +159,11 @@ fn the_prompt_holds_the_retrieved_snippets_cited_and_within_the_budget() {
     let out = ws.run(&[], &["ask", "--prompt", "where do we check that an API token has not expired?"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let prompt = String::from_utf8_lossy(&out.stdout);
-    assert!(prompt.starts_with("You are analyzing the following codebase.\nQuestion: \"where do we check"), "{prompt}");
+    assert!(prompt.starts_with("You are analyzing the following codebase.\n\nRelevant code snippets"), "{prompt}");
+    assert!(
+        prompt.contains("\nQuestion: \"where do we check that an API token has not expired?\"\nAnswer the question"),
+        "{prompt}"
+    );
     assert!(prompt.contains("src/auth.py:19-25\n```python\ndef validate_token(store, token):"), "{prompt}");
     assert!(prompt.contains("Answer the question based only on these snippets."), "{prompt}");
     assert_eq!(stderr(&out).trim(), "route: retrieval");

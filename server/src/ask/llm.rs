@@ -23,6 +23,8 @@ pub struct LlmConfig {
     pub model: Option<String>,
     /// Sent as a bearer token when set. Never logged.
     pub api_key: Option<String>,
+    /// The environment variable the key comes from, for messages.
+    pub api_key_env: String,
     /// Longest wait for the connection and between two pieces of the answer.
     pub timeout: Duration,
     /// Most tokens the answer may have.
@@ -41,6 +43,8 @@ pub enum LlmError {
     Status { url: String, status: String, message: String },
     #[error("the LLM server at {url} sent nothing for {seconds} s (--llm-timeout)")]
     Timeout { url: String, seconds: u64 },
+    #[error("the LLM server at {url} stopped mid-answer ({reason})")]
+    Interrupted { url: String, reason: String },
     #[error("the LLM server at {url} sent an answer raggrep cannot read: {message}")]
     Protocol { url: String, message: String },
 }
@@ -143,7 +147,23 @@ impl SseParser {
         while let Some(end) = self.pending.iter().position(|&b| b == b'\n') {
             let line: Vec<u8> = self.pending.drain(..=end).collect();
             let line = String::from_utf8_lossy(&line);
-            let Some(data) = line.trim_end_matches(['\r', '\n']).strip_prefix("data:") else { continue };
+            let line = line.trim_end_matches(['\r', '\n']);
+            if let Some(error) = line.strip_prefix("error:") {
+                // llama.cpp's server reports a failure mid-stream on a line of its own.
+                let error = error.trim();
+                let message = serde_json::from_str::<Value>(error)
+                    .ok()
+                    .and_then(|v| {
+                        v.get("message")
+                            .or_else(|| v.get("error")?.get("message"))
+                            .and_then(Value::as_str)
+                            .map(str::to_string)
+                    })
+                    .unwrap_or_else(|| error.to_string());
+                events.push(Event::Error(message));
+                continue;
+            }
+            let Some(data) = line.strip_prefix("data:") else { continue };
             let data = data.trim();
             if data == "[DONE]" {
                 events.push(Event::Done);
@@ -206,17 +226,18 @@ pub async fn complete(config: &LlmConfig, prompt: &str, on_text: &mut dyn FnMut(
     let mut body = response.into_body();
     if !status.is_success() {
         let text = read_all(config, &url, &mut body).await.unwrap_or_default();
-        return Err(status_error(&url, status, &text));
+        return Err(status_error(config, &url, status, &text));
     }
     let mut completion = Completion { model, ..Completion::default() };
     let mut parser = SseParser::default();
     let mut raw = Vec::new();
     let mut streamed = false;
+    let mut finished = false;
     loop {
         let frame = match tokio::time::timeout(config.timeout, body.frame()).await {
             Err(_) => return Err(LlmError::Timeout { url, seconds: config.timeout.as_secs() }),
             Ok(None) => break,
-            Ok(Some(Err(err))) => return Err(LlmError::Protocol { url, message: err.to_string() }),
+            Ok(Some(Err(err))) => return Err(LlmError::Interrupted { url, reason: err.to_string() }),
             Ok(Some(Ok(frame))) => frame,
         };
         let Ok(data) = frame.into_data() else { continue };
@@ -239,8 +260,14 @@ pub async fn complete(config: &LlmConfig, prompt: &str, on_text: &mut dyn FnMut(
             }
         }
         if done {
+            finished = true;
             break;
         }
+    }
+    if streamed && !finished && completion.finish_reason.is_none() {
+        // The connection closed mid-answer (server stopped or crashed): say so rather than pass
+        // a truncated answer off as whole.
+        return Err(LlmError::Interrupted { url, reason: "connection closed".into() });
     }
     if !streamed {
         // A server that ignored `stream` and sent the whole answer as one JSON object.
@@ -271,7 +298,7 @@ async fn first_model(config: &LlmConfig, endpoint: &Endpoint) -> Result<String, 
     let mut body = response.into_body();
     let text = read_all(config, &url, &mut body).await?;
     if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
-        return Err(status_error(&url, status, &text));
+        return Err(status_error(config, &url, status, &text));
     }
     let listed = serde_json::from_str::<Value>(&text).ok().and_then(|v| {
         v.get("data")?.as_array()?.iter().find_map(|m| m.get("id").and_then(Value::as_str).map(str::to_string))
@@ -351,7 +378,7 @@ async fn read_all(config: &LlmConfig, url: &str, body: &mut hyper::body::Incomin
 }
 
 /// An HTTP failure in one line: the server's own error message when it sent one.
-fn status_error(url: &str, status: StatusCode, body: &str) -> LlmError {
+fn status_error(config: &LlmConfig, url: &str, status: StatusCode, body: &str) -> LlmError {
     let message = serde_json::from_str::<Value>(body)
         .ok()
         .and_then(|v| {
@@ -360,9 +387,14 @@ fn status_error(url: &str, status: StatusCode, body: &str) -> LlmError {
         })
         .unwrap_or_else(|| body.lines().next().unwrap_or_default().chars().take(200).collect());
     let hint = match status {
-        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => " (set the API key in RAGGREP_LLM_API_KEY)",
-        StatusCode::NOT_FOUND => " (is --llm-url the server's OpenAI-compatible base, e.g. http://host:port/v1?)",
-        _ => "",
+        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN if config.api_key.is_none() => {
+            format!(" (set the API key in {})", config.api_key_env)
+        }
+        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => format!(" (the key in {} was refused)", config.api_key_env),
+        StatusCode::NOT_FOUND => {
+            " (is --llm-url the server's OpenAI-compatible base, e.g. http://host:port/v1?)".to_string()
+        }
+        _ => String::new(),
     };
     LlmError::Status { url: url.to_string(), status: status.to_string(), message: format!("{message}{hint}") }
 }
@@ -418,5 +450,7 @@ mod tests {
     fn an_error_event_is_an_error() {
         let events = SseParser::default().push(b"data: {\"error\":{\"message\":\"context too long\"}}\n");
         assert_eq!(events, vec![Event::Error("context too long".into())]);
+        let events = SseParser::default().push(b"error: {\"code\":500,\"message\":\"slot unavailable\"}\n");
+        assert_eq!(events, vec![Event::Error("slot unavailable".into())]);
     }
 }

@@ -310,7 +310,7 @@ pub fn fit_snippets(snippets: impl IntoIterator<Item = Snippet>, max_tokens: usi
     fitted
 }
 
-/// The prompt for a retrieval answer (seed 001's template): the question, the snippets, and
+/// The prompt for a retrieval answer (seed 001's template): the snippets, the question, and
 /// the instruction to answer only from them and cite them.
 #[derive(Debug, Clone)]
 pub struct Prompt {
@@ -323,11 +323,13 @@ pub struct Prompt {
 pub fn prompt(question: &str, snippets: impl IntoIterator<Item = Snippet>, max_tokens: usize) -> Prompt {
     let fitted = fit_snippets(snippets, max_tokens);
     let snippets = if fitted.sources.is_empty() { "(no code in the index matches)".to_string() } else { fitted.text };
+    // The question comes after the snippets, next to the instruction: small models answer it
+    // instead of greeting the user (SmolLM2-135M did with seed 001's question-first order).
     let text = format!(
-        "You are analyzing the following codebase.\n\
-         Question: {question:?}\n\n\
+        "You are analyzing the following codebase.\n\n\
          Relevant code snippets, each headed by its source (path:start-end):\n\n\
          {snippets}\n\n\
+         Question: {question:?}\n\
          Answer the question based only on these snippets. Cite the source (path:start-end) of every \
          snippet you use. If the snippets do not answer the question, say so.\n"
     );

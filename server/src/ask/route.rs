@@ -41,11 +41,13 @@ impl Route {
 /// Words naming kinds of definitions, and the kinds they mean.
 fn kinds_named(word: &str) -> Option<Option<Vec<ChunkKind>>> {
     use ChunkKind::*;
-    let word = word.trim_end_matches('s');
+    let word =
+        if word == "class" { word } else { word.strip_suffix("es").filter(|w| w.ends_with("ss")).unwrap_or(word) };
+    let word = if word.ends_with("ss") { word } else { word.strip_suffix('s').unwrap_or(word) };
     Some(match word {
         "function" | "func" | "fn" => Some(vec![Function, Method]),
         "method" => Some(vec![Method]),
-        "class" | "classe" => Some(vec![Class]),
+        "class" => Some(vec![Class]),
         "struct" => Some(vec![Struct]),
         "enum" => Some(vec![Enum]),
         "trait" => Some(vec![Trait]),
@@ -168,6 +170,8 @@ mod tests {
         let cases = [
             ("list the functions in src/db.rs", outline("src/db.rs", Some(vec![Function, Method]))),
             ("List all classes in `app/models.py`?", outline("app/models.py", Some(vec![Class]))),
+            ("which class is in app/models.py", outline("app/models.py", Some(vec![Class]))),
+            ("list the interfaces in src/api.ts", outline("src/api.ts", Some(vec![Interface]))),
             (
                 "what structs are defined in the file server/src/wire.rs",
                 outline("server/src/wire.rs", Some(vec![Struct])),
