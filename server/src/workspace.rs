@@ -66,6 +66,7 @@ impl Settings {
                 ..WalkOptions::default()
             },
             max_chunks: Some(budget_chunks as usize),
+            shared_cache: crate::index::SharedCacheConfig::from_env(),
             ..IndexOptions::default()
         }
     }

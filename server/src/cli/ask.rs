@@ -219,6 +219,7 @@ fn llm_config(args: &AskArgs, location: &IndexLocation) -> Result<llm::LlmConfig
         url: settings.url.unwrap_or_else(|| llm::DEFAULT_URL.to_string()),
         model: settings.model.filter(|m| !m.trim().is_empty()),
         api_key,
+        api_key_env: key_env,
         timeout: Duration::from_secs(args.llm_timeout),
         max_tokens: args.max_tokens,
     };

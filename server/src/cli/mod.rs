@@ -271,6 +271,7 @@ fn dispatch(cli: Cli) -> Result<()> {
                     .unwrap_or(std::time::Duration::MAX),
                 ann_min_slots,
                 compact_min_dead,
+                shared_cache: index::SharedCacheConfig::from_env(),
                 ..IndexOptions::default()
             };
             let stats = run_update(&location, &embedder, &options)?;
@@ -330,7 +331,7 @@ fn run_update(location: &IndexLocation, embedder: &OnnxEmbedder, options: &Index
     audit::record(&location.dir, Door::Cli, "index", stats.seconds * 1000.0, serde_json::to_value(&stats)?);
     let _ = writeln!(
         io::stderr(),
-        "indexed {}: {} files ({} changed, {} removed, {} skipped), {} chunks, {} embedded, {} reused from cache, {:.1}s",
+        "indexed {}: {} files ({} changed, {} removed, {} skipped), {} chunks, {} embedded ({} from the machine-wide cache), {} reused from the index, {:.1}s",
         location.root.display(),
         stats.files,
         stats.changed_files,
@@ -338,6 +339,7 @@ fn run_update(location: &IndexLocation, embedder: &OnnxEmbedder, options: &Index
         stats.skipped_files,
         stats.chunks,
         stats.embedded,
+        stats.from_cache,
         stats.reused,
         stats.seconds
     );
@@ -492,7 +494,8 @@ fn rebuild(
         *embedder = Some(load_embedder(model, ort)?);
     }
     let embedder = embedder.as_ref().context("embedder")?;
-    run_update(location, embedder, &IndexOptions::default())?;
+    let options = IndexOptions { shared_cache: index::SharedCacheConfig::from_env(), ..IndexOptions::default() };
+    run_update(location, embedder, &options)?;
     Ok(())
 }
 

@@ -20,6 +20,7 @@ mod ann;
 mod fsutil;
 mod lexical;
 mod manifest;
+mod shared_cache;
 mod update;
 mod vectors;
 
@@ -34,6 +35,7 @@ pub use ann::{Ann, EF_SEARCH, UnitCosine};
 pub use fsutil::{create_private_dir, write_atomic};
 pub use lexical::{LexicalHit, code_tokens, query_terms};
 pub use manifest::FORMAT_VERSION;
+pub use shared_cache::{SharedCache, SharedCacheConfig};
 pub use update::{COMPACT_MIN_DEAD, IndexOptions, Progress, UpdateStats, update};
 
 use lexical::LexicalIndex;

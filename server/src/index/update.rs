@@ -21,6 +21,7 @@ use super::lexical::{LexicalDoc, LexicalIndex};
 use super::manifest::{
     self, AnnEntry, ChunkEntry, FileEntry, Manifest, MappedManifest, NO_SLOT, SkippedEntry, join_hash, split_hash,
 };
+use super::shared_cache::{SharedCache, SharedCacheConfig};
 use super::vectors::{BLOCK_SLOTS, VectorAppender, VectorFile};
 use super::{ANN_MIN_SLOTS, Ann, CURRENT, IndexError, IndexLocation, LEXICAL_DIR, read_current};
 use crate::chunk::{Chunk, ChunkConfig, ChunkKind, ContentHash, EmbedHeader, chunk_file, embedding_text};
@@ -54,6 +55,10 @@ pub struct IndexOptions {
     /// False: walk, chunk and publish, but compute no embeddings (new chunks wait for the next
     /// update). For a quick publish of what the disk says, as at shutdown.
     pub embed: bool,
+    /// The machine-wide embedding cache to read before running the model and to fill after
+    /// (front doors pass [`SharedCacheConfig::from_env`]; `None`: the model embeds everything
+    /// this index lacks).
+    pub shared_cache: Option<SharedCacheConfig>,
 }
 
 impl Default for IndexOptions {
@@ -69,6 +74,7 @@ impl Default for IndexOptions {
             ann_min_slots: ANN_MIN_SLOTS,
             compact_min_dead: COMPACT_MIN_DEAD,
             embed: true,
+            shared_cache: None,
         }
     }
 }
@@ -117,6 +123,9 @@ pub struct UpdateStats {
     pub chunks: usize,
     /// Chunks whose embedding was computed by this update.
     pub embedded: usize,
+    /// Of `embedded`, the chunks whose vector came from the machine-wide embedding cache: the
+    /// model did not run for them.
+    pub from_cache: usize,
     /// Changed chunks whose embedding came from the cache.
     pub reused: usize,
     pub seconds: f64,
@@ -391,12 +400,23 @@ pub fn update(
         let mut appender = VectorAppender::open(&vectors_path, info.dim, manifest.vector_slots as usize)?;
         let mut last_publish = Instant::now();
         let mut done = 0;
+        let mut shared = options.shared_cache.as_ref().and_then(|config| {
+            SharedCache::open(config, &info.id, info.dim)
+                .map_err(|why| tracing::warn!("the embedding cache is not used: {why}"))
+                .ok()
+        });
         progress(Progress::Embedding { done, total: total_to_embed });
         for batch in pending.chunks(options.embed_batch.max(1)) {
             if cancelled(options) {
                 break;
             }
-            let (embedded, failed) = embed_isolating_failures(embedder, batch);
+            let (cached, batch) = look_up(&mut shared, batch);
+            let (mut embedded, failed) = embed_isolating_failures(embedder, &batch);
+            store(&mut shared, &embedded);
+            for (key, _) in &cached {
+                stats.from_cache += waiting.get(key).map_or(0, Vec::len);
+            }
+            embedded.extend(cached);
             for (key, why) in &failed {
                 // One text the model cannot take must not stop the repository's update: its
                 // chunks stay lexical-only, retried at the next update, and the file says why.
@@ -441,6 +461,45 @@ pub fn update(
     Ok(stats)
 }
 
+/// Vectors, or texts to embed, by embedding key.
+type KeyedVectors = Vec<(u128, Vector)>;
+type KeyedTexts = Vec<(u128, String)>;
+
+/// Splits a batch into the vectors the machine-wide cache has and the texts still to embed.
+/// A cache that fails is dropped for the rest of the update (logged once).
+fn look_up(shared: &mut Option<SharedCache>, batch: &[(u128, String)]) -> (KeyedVectors, KeyedTexts) {
+    let Some(cache) = shared else { return (Vec::new(), batch.to_vec()) };
+    let keys: Vec<u128> = batch.iter().map(|(key, _)| *key).collect();
+    match cache.get(&keys) {
+        Ok(found) => {
+            let mut hits = Vec::new();
+            let mut misses = Vec::new();
+            for ((key, text), vector) in batch.iter().zip(found) {
+                match vector {
+                    Some(vector) => hits.push((*key, vector)),
+                    None => misses.push((*key, text.clone())),
+                }
+            }
+            (hits, misses)
+        }
+        Err(why) => {
+            tracing::warn!(cache = %cache.path().display(), "the embedding cache is not used any more: {why}");
+            *shared = None;
+            (Vec::new(), batch.to_vec())
+        }
+    }
+}
+
+/// Adds fresh vectors to the machine-wide cache.
+fn store(shared: &mut Option<SharedCache>, embedded: &[(u128, Vector)]) {
+    let Some(cache) = shared else { return };
+    let entries: Vec<(u128, &Vector)> = embedded.iter().map(|(key, vector)| (*key, vector)).collect();
+    if let Err(why) = cache.put(&entries) {
+        tracing::warn!(cache = %cache.path().display(), "the embedding cache is not used any more: {why}");
+        *shared = None;
+    }
+}
+
 fn cancelled(options: &IndexOptions) -> bool {
     options.cancel.as_ref().is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
 }
@@ -451,6 +510,9 @@ fn cancelled(options: &IndexOptions) -> bool {
 type EmbedOutcome = (Vec<(u128, Vector)>, Vec<(u128, String)>);
 
 fn embed_isolating_failures(embedder: &dyn Embedder, batch: &[(u128, String)]) -> EmbedOutcome {
+    if batch.is_empty() {
+        return (Vec::new(), Vec::new());
+    }
     let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
     match embedder.embed_documents(&texts) {
         Ok(vectors) if vectors.len() == batch.len() => {
