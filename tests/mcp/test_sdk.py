@@ -387,6 +387,12 @@ async def vector_db_checks(client, root, transport):
                        {"action": "search", "query": "x", "topK": 0}, "topK")
     await expect_error(client, "vector_db error: database in a missing directory", "vector_db",
                        {"action": "set_database", "filename": "no/such/dir/v.sqlite"}, "does not exist")
+    await expect_error(client, "vector_db error: database outside the workspace", "vector_db",
+                       {"action": "set_database", "filename": "/tmp/raggrep-outside.sqlite"}, "outside")
+    await expect_error(client, "vector_db error: database path with ..", "vector_db",
+                       {"action": "set_database", "filename": "../escape.sqlite"}, "..")
+    check("vector_db: no database was created outside the workspace",
+          not os.path.exists("/tmp/raggrep-outside.sqlite") and not os.path.exists(os.path.join(root, "..", "escape.sqlite")))
     check("vector_db: errors left the database unchanged", sqlite_rows(chosen) == before)
     with open(os.path.join(root, ".raggrep", "vectordb.path")) as f:
         check("vector_db: a failed set_database keeps the choice", f.read().strip() == chosen)

@@ -75,6 +75,35 @@ pub fn resolve_file(roots: &[PathBuf], arg: &str) -> Result<Located, String> {
     Ok(Located { relative, root: root.clone(), absolute })
 }
 
+/// Resolves a file an agent wants written (it may not exist yet): relative paths are relative
+/// to the first root; the file, or its directory when the file does not exist, must resolve
+/// inside a root. A directory that does not exist is left for the caller to report.
+pub fn resolve_new_file(roots: &[PathBuf], arg: &str) -> Result<PathBuf, String> {
+    let arg = arg.trim();
+    let given = Path::new(arg);
+    if has_parent_component(given) {
+        return Err(format!("path {arg:?} is refused: `..` may not appear in a path (roots: {})", roots_list(roots)));
+    }
+    let Some(first) = roots.first() else { return Err("no workspace root".into()) };
+    let candidate = if given.is_absolute() { given.to_path_buf() } else { first.join(given) };
+    let outside = || format!("path {arg:?} is outside the workspace roots ({}): refused", roots_list(roots));
+    // An existing file (or symlink) must resolve inside; otherwise its directory must.
+    let resolved = match std::fs::canonicalize(&candidate) {
+        Ok(path) => Some(path),
+        Err(_) => candidate
+            .parent()
+            .and_then(|parent| std::fs::canonicalize(parent).ok())
+            .map(|parent| parent.join(candidate.file_name().unwrap_or_default())),
+    };
+    match resolved {
+        Some(path) if root_of(roots, &path).is_some() => Ok(path),
+        Some(_) => Err(outside()),
+        // The directory does not exist: fine to report as such if it would be inside a root.
+        None if root_of(roots, &candidate).is_some() => Ok(candidate),
+        None => Err(outside()),
+    }
+}
+
 /// Checks a path glob (matched against root-relative paths) and returns the glob to use: an
 /// absolute glob inside a root is made relative to it; anything reaching outside is refused.
 pub fn check_glob(roots: &[PathBuf], glob: &str) -> Result<String, String> {
@@ -122,6 +151,19 @@ mod tests {
         std::os::unix::fs::symlink(dir.path().join("secret.txt"), root.join("link.txt")).unwrap();
         let root = root.canonicalize().unwrap();
         (dir, root)
+    }
+
+    #[test]
+    fn files_to_write_stay_inside_the_roots() {
+        let (dir, root) = tree();
+        let roots = vec![root.clone()];
+        assert_eq!(resolve_new_file(&roots, "v.sqlite").unwrap(), root.join("v.sqlite"));
+        assert_eq!(resolve_new_file(&roots, "no/such/v.sqlite").unwrap(), root.join("no/such/v.sqlite"));
+        assert!(resolve_new_file(&roots, "/tmp/v.sqlite").unwrap_err().contains("outside the workspace roots"));
+        assert!(resolve_new_file(&roots, "../v.sqlite").unwrap_err().contains("`..`"));
+        assert!(resolve_new_file(&roots, "link.txt").unwrap_err().contains("outside"));
+        std::os::unix::fs::symlink(dir.path(), root.join("out")).unwrap();
+        assert!(resolve_new_file(&roots, "out/v.sqlite").unwrap_err().contains("outside"));
     }
 
     #[test]

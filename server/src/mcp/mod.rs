@@ -324,7 +324,7 @@ pub struct VectorDbArgs {
     #[serde(default)]
     #[schemars(with = "String", transform = optional_argument)]
     pub filepath: Option<String>,
-    /// set_database: the SQLite file to use from now on (relative paths are relative to the first root); created if missing.
+    /// set_database: the SQLite file to use from now on, inside the workspace (relative paths are relative to the first root); created if missing.
     #[serde(default)]
     #[schemars(with = "String", transform = optional_argument)]
     pub filename: Option<String>,
@@ -366,7 +366,9 @@ fn vector_db(ws: &Workspace, args: VectorDbArgs) -> Result<CallToolResult, Strin
             if filename.trim().is_empty() {
                 return Err("filename is empty: give the SQLite file to use".into());
             }
-            let db = vectordb::set_database(&dir, &first.join(filename.trim())).map_err(text)?;
+            // The agent chooses a file to write: it stays inside the roots, as every path it sends.
+            let path = confine::resolve_new_file(&roots, &filename)?;
+            let db = vectordb::set_database(&dir, &path).map_err(text)?;
             serde_json::to_value(wire::DbDatabase {
                 database: db.path().display().to_string(),
                 rows: db.count().map_err(text)?,
