@@ -151,6 +151,11 @@ PY
         echo
         bench ann_scale -- --sizes 10000,100000 --queries 300
         ;;
+      scoped)
+        echo "## A save on a 100k-file tree: update scoped to the saved path vs walking the tree"
+        echo
+        bench scoped_update -- --files 100000 --rounds 10
+        ;;
       scale)
         echo "## A 100k-chunk index: warm start, memory, bytes per chunk"
         echo

@@ -66,6 +66,7 @@ step "performance benchmarks, quick mode (they run; no timing is asserted)"
 cargo bench --locked --bench ann_scale -- --sizes 3000 --queries 20 --ef 32,96
 cargo bench --locked --bench scale_index -- --chunks 3000
 cargo bench --locked --bench embed_throughput -- --quick --configs 1x0
+cargo bench --locked --bench scoped_update -- --files 3000 --code 50 --rounds 2
 
 step "crash loop, quick mode (kill -9 at random points, seed printed; replay with --seed)"
 cargo bench --locked --bench crash_loop -- --iterations 12 --files 40

@@ -252,3 +252,65 @@ fn an_unavailable_lexical_index_is_reported_in_results() {
     assert!(results.degraded.is_none());
     assert_eq!(results.results[0].symbol.as_deref(), Some("item_1_1"));
 }
+
+#[test]
+fn a_named_file_updates_without_a_walk_and_new_files_still_get_one() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path(), 20);
+    let events = Arc::new(Recorder::default());
+    let ws = Workspace::new(Arc::new(FakeEmbedder::new(64)), Settings::default(), events.clone());
+    ws.add_root(dir.path(), true).unwrap();
+    wait_updates(&events, 1);
+    let last = |events: &Recorder| events.updated.lock().unwrap().last().cloned().unwrap();
+    assert!(last(&events).walked, "the first update walks the tree");
+    let lexical = |text: &str| {
+        ws.search(&Query { mode: Mode::Lexical, ..Query::new(text) })
+            .unwrap()
+            .iter()
+            .filter_map(|h| h.hit.symbol.clone())
+            .collect::<Vec<_>>()
+    };
+
+    // A save of an indexed file: only that file is read, the tree is not walked.
+    let saved = dir.path().join("src/m003.rs");
+    std::fs::write(&saved, "pub fn saved_and_renamed(x: u32) -> u32 {\n    x\n}\n").unwrap();
+    // Changed on disk but not named: a scoped update does not look at it.
+    std::fs::write(dir.path().join("src/m004.rs"), "pub fn changed_behind_our_back() {}\n").unwrap();
+    ws.schedule(&saved);
+    wait_updates(&events, 2);
+    let stats = last(&events);
+    assert!(!stats.walked, "{stats:?}");
+    assert_eq!((stats.changed_files, stats.files), (1, 20), "{stats:?}");
+    assert_eq!(lexical("saved_and_renamed"), ["saved_and_renamed"]);
+    assert!(!lexical("item_3_0").contains(&"item_3_0".to_string()), "the old content is gone");
+    assert!(lexical("changed_behind_our_back").is_empty());
+
+    // A deleted file, named: removed, still no walk.
+    std::fs::remove_file(dir.path().join("src/m005.rs")).unwrap();
+    ws.schedule(&dir.path().join("src/m005.rs"));
+    wait_updates(&events, 3);
+    let stats = last(&events);
+    assert!(!stats.walked && stats.removed_files == 1 && stats.files == 19, "{stats:?}");
+
+    // A new file: only a walk knows whether the ignore rules allow it.
+    std::fs::write(dir.path().join(".gitignore"), "ignored/\n").unwrap();
+    std::fs::create_dir_all(dir.path().join("ignored")).unwrap();
+    std::fs::write(dir.path().join("ignored/x.rs"), "pub fn must_not_be_indexed() {}\n").unwrap();
+    std::fs::write(dir.path().join("src/fresh.rs"), "pub fn brand_new_file() {}\n").unwrap();
+    ws.schedule(&dir.path().join("ignored/x.rs"));
+    ws.schedule(&dir.path().join("src/fresh.rs"));
+    wait_updates(&events, 4);
+    let stats = last(&events);
+    assert!(stats.walked, "{stats:?}");
+    assert_eq!(lexical("brand_new_file"), ["brand_new_file"]);
+    assert!(lexical("must_not_be_indexed").is_empty());
+    // The walk also caught what changed behind our back.
+    assert_eq!(lexical("changed_behind_our_back"), ["changed_behind_our_back"]);
+
+    // A path that never existed (an editor's temporary file, gone): nothing to do, no walk.
+    ws.schedule(&dir.path().join("src/.m001.rs.swp"));
+    wait_updates(&events, 5);
+    let stats = last(&events);
+    assert!(!stats.walked && stats.changed_files == 0, "{stats:?}");
+    ws.shutdown();
+}

@@ -201,8 +201,33 @@ struct RootState {
 }
 
 enum Job {
-    Update(PathBuf),
+    Update(PathBuf, Scope),
     Shutdown,
+}
+
+/// What an update of a root must look at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Scope {
+    /// Walk the whole root (start-up, reindex, a directory or the root itself named).
+    All,
+    /// Only these root-relative paths changed (saves, edits, watcher events).
+    Paths(Vec<String>),
+}
+
+impl Scope {
+    /// One update covering both.
+    fn merge(&mut self, other: Scope) {
+        match (&mut *self, other) {
+            (Scope::Paths(mine), Scope::Paths(theirs)) => {
+                for path in theirs {
+                    if !mine.contains(&path) {
+                        mine.push(path);
+                    }
+                }
+            }
+            (_, _) => *self = Scope::All,
+        }
+    }
 }
 
 /// A live multi-root workspace.
@@ -366,10 +391,13 @@ impl Workspace {
 
     /// Queues an update of the root containing `path` (or of `path` if it is a root).
     pub fn schedule(&self, path: &Path) {
-        if let Some((root, _)) = self.locate(path)
+        if let Some((root, rel)) = self.locate(path)
             && let Ok(jobs) = self.jobs.lock()
         {
-            let _ = jobs.send(Job::Update(root));
+            // A file named: only it can have changed, no walk needed (the update falls back to
+            // one when the path is new to the index). The root itself: walk it.
+            let scope = if rel.is_empty() { Scope::All } else { Scope::Paths(vec![rel]) };
+            let _ = jobs.send(Job::Update(root, scope));
         }
     }
 
@@ -655,7 +683,7 @@ impl Workspace {
     }
 
     /// Runs one update of `root` on the calling (worker) thread.
-    fn run_update(&self, root: &Arc<Root>) {
+    fn run_update(&self, root: &Arc<Root>, scope: Scope) {
         let enabled = root.state.lock().map(|s| s.enabled).unwrap_or(false);
         if !enabled {
             return;
@@ -664,6 +692,9 @@ impl Workspace {
         let settings = self.settings();
         let mut options = settings.index_options();
         options.cancel = Some(Arc::clone(&self.cancel));
+        if let Scope::Paths(paths) = scope {
+            options.only_paths = Some(paths);
+        }
         for overlay in self.overlays.iter() {
             if let Some(rel) = crate::walk::relative_path(overlay.key(), &root.location.root) {
                 options.overlays.insert(rel, overlay.value().clone());
@@ -765,12 +796,13 @@ pub fn query_detail(query: &Query, results: usize) -> serde_json::Value {
 
 fn worker(workspace: std::sync::Weak<Workspace>, jobs: Receiver<Job>) {
     while let Ok(job) = jobs.recv() {
-        let mut roots: Vec<PathBuf> = Vec::new();
+        let mut roots: Vec<(PathBuf, Scope)> = Vec::new();
         let mut stop = false;
-        let push = |job: Job, roots: &mut Vec<PathBuf>| match job {
-            Job::Update(root) => {
-                if !roots.contains(&root) {
-                    roots.push(root);
+        let push = |job: Job, roots: &mut Vec<(PathBuf, Scope)>| match job {
+            Job::Update(root, scope) => {
+                match roots.iter_mut().find(|(queued, _)| *queued == root) {
+                    Some((_, queued)) => queued.merge(scope),
+                    None => roots.push((root, scope)),
                 }
                 false
             }
@@ -782,14 +814,14 @@ fn worker(workspace: std::sync::Weak<Workspace>, jobs: Receiver<Job>) {
             stop |= push(job, &mut roots);
         }
         let Some(workspace) = workspace.upgrade() else { return };
-        for root in roots {
+        for (root, scope) in roots {
             if stop {
                 break;
             }
             if let Some(root) = workspace.root(&root) {
                 // A panic outside the guarded update itself marks this root failed and keeps
                 // the thread serving the others.
-                let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| workspace.run_update(&root)));
+                let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| workspace.run_update(&root, scope)));
                 if run.is_err() {
                     let message = "the indexer panicked; see the log".to_string();
                     if let Ok(mut state) = root.state.lock() {

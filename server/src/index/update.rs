@@ -59,6 +59,11 @@ pub struct IndexOptions {
     /// (front doors pass [`SharedCacheConfig::from_env`]; `None`: the model embeds everything
     /// this index lacks).
     pub shared_cache: Option<SharedCacheConfig>,
+    /// Only these root-relative paths may have changed (an editor's save, a watcher's event):
+    /// the update reads them and takes every other file from the previous index without
+    /// walking the tree. Falls back to a full walk when that cannot be trusted (a path new to
+    /// the index, a symlink, a first index, new chunking settings). `None`: walk everything.
+    pub only_paths: Option<Vec<String>>,
 }
 
 impl Default for IndexOptions {
@@ -75,6 +80,7 @@ impl Default for IndexOptions {
             compact_min_dead: COMPACT_MIN_DEAD,
             embed: true,
             shared_cache: None,
+            only_paths: None,
         }
     }
 }
@@ -133,6 +139,9 @@ pub struct UpdateStats {
     pub seconds_to_lexical: f64,
     /// Set when the old index could not be used.
     pub rebuilt: Option<String>,
+    /// Whether the tree was walked (false: an update scoped to the paths an editor or a
+    /// watcher named).
+    pub walked: bool,
 }
 
 /// Updates the index at `location` from the files under its root.
@@ -223,8 +232,19 @@ pub fn update(
         tracing::info!(from = %prev.recipe, to = %recipe, "chunking settings changed; chunking every file again");
     }
 
-    let walk_options = WalkOptions { cancel: options.cancel.clone(), ..options.walk.clone() };
-    let report = walk::walk(std::slice::from_ref(&location.root), &walk_options)?;
+    let scoped = options
+        .only_paths
+        .as_deref()
+        .filter(|_| !fresh && !rechunk_all)
+        .and_then(|paths| scoped_walk(&prev, &location.root, paths));
+    stats.walked = scoped.is_none();
+    let report = match scoped {
+        Some(files) => walk::WalkReport { files, skipped: Vec::new() },
+        None => {
+            let walk_options = WalkOptions { cancel: options.cancel.clone(), ..options.walk.clone() };
+            walk::walk(std::slice::from_ref(&location.root), &walk_options)?
+        }
+    };
     if cancelled(options) {
         // A cut-short walk would read as deleted files: publish nothing, the next update redoes it.
         stats.seconds = start.elapsed().as_secs_f64();
@@ -237,14 +257,19 @@ pub fn update(
 
     let mut files: Vec<FileEntry> = Vec::with_capacity(report.files.len());
     let mut chunks: Vec<ChunkEntry> = Vec::new();
-    let mut skipped: Vec<SkippedEntry> = report
-        .skipped
-        .iter()
-        .map(|s| SkippedEntry {
-            path: walk::relative_path(&s.path, &location.root).unwrap_or_else(|| s.path.display().to_string()),
-            reason: s.reason.to_string(),
-        })
-        .collect();
+    let mut skipped: Vec<SkippedEntry> = if stats.walked {
+        report
+            .skipped
+            .iter()
+            .map(|s| SkippedEntry {
+                path: walk::relative_path(&s.path, &location.root).unwrap_or_else(|| s.path.display().to_string()),
+                reason: s.reason.to_string(),
+            })
+            .collect()
+    } else {
+        // What the last walk left out still stands; embedding failures are found again below.
+        prev.skipped.iter().filter(|s| !s.reason.starts_with(NOT_EMBEDDED)).cloned().collect()
+    };
     // Texts to embed, by embedding key, with the chunks waiting for each.
     let mut pending: Vec<(u128, String)> = Vec::new();
     let mut waiting: HashMap<u128, Vec<usize>> = HashMap::new();
@@ -423,7 +448,7 @@ pub fn update(
                 let chunks = waiting.get(key).map(Vec::as_slice).unwrap_or(&[]);
                 for path in failed_paths(&manifest, chunks) {
                     tracing::warn!(%path, "not embedded: {why}");
-                    manifest.skipped.push(SkippedEntry { path, reason: format!("not embedded: {why}") });
+                    manifest.skipped.push(SkippedEntry { path, reason: format!("{NOT_EMBEDDED}{why}") });
                 }
                 done += chunks.len();
             }
@@ -459,6 +484,58 @@ pub fn update(
     collect_garbage(&location.dir, &manifest, previous_names.as_deref());
     stats.seconds = start.elapsed().as_secs_f64();
     Ok(stats)
+}
+
+/// How a file whose chunks the model could not take is listed as skipped.
+const NOT_EMBEDDED: &str = "not embedded: ";
+
+/// The previous index's files as a walk would report them, the named `paths` looked at afresh
+/// (stat'ed; gone ones left out): an update that only these paths can have changed needs no
+/// walk. `None` when a walk is needed after all: a named path exists but is new to the index
+/// or was left out by the last walk (only the walk knows the ignore rules), or is a symlink
+/// or no longer a file (only the walk knows where it may lead).
+fn scoped_walk(prev: &Manifest, root: &Path, paths: &[String]) -> Option<Vec<walk::WalkedFile>> {
+    let mut named: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    for path in paths {
+        let known = prev.files.binary_search_by(|f| f.path.as_str().cmp(path)).is_ok();
+        let on_disk = walk::resolve(root, path).symlink_metadata();
+        if !known {
+            if on_disk.is_ok() {
+                return None;
+            }
+            // Gone and never indexed (a temporary file): nothing to do.
+            continue;
+        }
+        if on_disk.is_ok_and(|m| !m.is_file()) {
+            return None;
+        }
+        named.insert(path);
+    }
+    let mut files = Vec::with_capacity(prev.files.len());
+    for file in &prev.files {
+        let abs_path = walk::resolve(root, &file.path);
+        if named.contains(file.path.as_str()) {
+            // Deleted: left out, so the update removes it.
+            if let Ok(meta) = fs::symlink_metadata(&abs_path) {
+                files.push(walk::WalkedFile {
+                    root: 0,
+                    rel_path: file.path.clone(),
+                    abs_path,
+                    size: meta.len(),
+                    mtime: meta.modified().ok(),
+                });
+            }
+        } else {
+            files.push(walk::WalkedFile {
+                root: 0,
+                rel_path: file.path.clone(),
+                abs_path,
+                size: file.size,
+                mtime: Some(UNIX_EPOCH + Duration::from_nanos(file.mtime_ns)),
+            });
+        }
+    }
+    Some(files)
 }
 
 /// Vectors, or texts to embed, by embedding key.
