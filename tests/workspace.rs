@@ -314,3 +314,49 @@ fn a_named_file_updates_without_a_walk_and_new_files_still_get_one() {
     assert!(!stats.walked && stats.changed_files == 0, "{stats:?}");
     ws.shutdown();
 }
+
+/// Records the texts it embeds, in order.
+struct RecordingEmbedder(FakeEmbedder, Mutex<Vec<String>>);
+
+impl raggrep::embed::Embedder for RecordingEmbedder {
+    fn info(&self) -> &raggrep::embed::ModelInfo {
+        self.0.info()
+    }
+    fn embed_documents(&self, texts: &[&str]) -> Result<Vec<raggrep::embed::Vector>, raggrep::embed::EmbedError> {
+        self.1.lock().unwrap().extend(texts.iter().map(|t| t.to_string()));
+        self.0.embed_documents(texts)
+    }
+    fn embed_query(&self, text: &str) -> Result<raggrep::embed::Vector, raggrep::embed::EmbedError> {
+        self.0.embed_query(text)
+    }
+}
+
+#[test]
+fn the_model_embeds_open_files_then_code_then_tests_then_prose() {
+    use raggrep::index::{IndexLocation, IndexOptions, update};
+    let dir = tempfile::tempdir().unwrap();
+    let write = |rel: &str, text: &str| {
+        let path = dir.path().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    // File order (a/ before b/ before z/) is the opposite of the order wanted.
+    write("a_docs/guide.md", "# Guide\n\nHow to use prose_marker in practice.\n");
+    write("a_docs/notes.txt", "plain text notes with text_marker\n");
+    write("b_tests/test_core.py", "def test_core_marker():\n    assert core_marker() == 1\n");
+    write("c_src/core.py", "def core_marker():\n    return 1\n");
+    write("z_open/editing.py", "def open_marker():\n    return 2\n");
+    let location = IndexLocation::new(dir.path(), None).unwrap();
+    let embedder = RecordingEmbedder(FakeEmbedder::new(64), Mutex::new(Vec::new()));
+    let mut overlays = std::collections::HashMap::new();
+    overlays.insert("z_open/editing.py".to_string(), "def open_marker():\n    return 3\n".to_string());
+    let options = IndexOptions { overlays, embed_batch: 1, ..IndexOptions::default() };
+    update(&location, &embedder, &options, &mut |_| {}).unwrap();
+    let texts = embedder.1.lock().unwrap().clone();
+    let position = |marker: &str| {
+        texts.iter().position(|t| t.contains(marker)).unwrap_or_else(|| panic!("{marker} not embedded: {texts:?}"))
+    };
+    let order = ["open_marker", "def core_marker", "test_core_marker", "prose_marker", "text_marker"].map(position);
+    assert!(order[0] < order[1] && order[1] < order[2], "{texts:#?}");
+    assert!(order[2] < order[3] && order[2] < order[4], "{texts:#?}");
+}

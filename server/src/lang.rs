@@ -126,3 +126,32 @@ impl fmt::Display for Language {
         f.write_str(self.name())
     }
 }
+
+/// Path components and file-name parts that mark code which exercises other code.
+pub const TEST_MARKERS: &[&str] = &[
+    "test",
+    "tests",
+    "testing",
+    "spec",
+    "specs",
+    "example",
+    "examples",
+    "bench",
+    "benches",
+    "benchmark",
+    "benchmarks",
+    "mock",
+    "mocks",
+    "fixture",
+    "fixtures",
+    "testdata",
+    "conftest",
+];
+
+/// Tests, examples, benchmarks, mocks, fixtures: by a path component or a file-name part
+/// (`test_x.py`, `x_test.go`, `x.spec.ts`, `tests/…`).
+pub fn is_test_like(path: &str) -> bool {
+    path.split('/').any(|component| {
+        component.split(['.', '_', '-']).any(|part| TEST_MARKERS.contains(&part.to_ascii_lowercase().as_str()))
+    })
+}

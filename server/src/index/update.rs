@@ -396,6 +396,15 @@ pub fn update(
         to_embed: total_to_embed,
     };
 
+    // The model's time goes where answers are wanted first (issue 13): see `embedding_order`.
+    let urgent: std::collections::HashSet<&str> = options
+        .overlays
+        .keys()
+        .map(String::as_str)
+        .chain(options.only_paths.iter().flatten().map(String::as_str))
+        .collect();
+    embedding_order(&mut pending, &waiting, &chunks, &files, &urgent);
+
     // Publish: lexical first, then the manifest that matches it.
     let mut manifest = Manifest {
         generation: prev.generation + 1,
@@ -424,6 +433,9 @@ pub fn update(
         let vectors_path = location.dir.join(&manifest.vectors_file);
         let mut appender = VectorAppender::open(&vectors_path, info.dim, manifest.vector_slots as usize)?;
         let mut last_publish = Instant::now();
+        // The first vectors are published early, so the first semantic answer comes within
+        // seconds of a cold start; then every `commit_interval`.
+        let mut publish_after = options.commit_interval.min(FIRST_PUBLISH);
         let mut done = 0;
         let mut shared = options.shared_cache.as_ref().and_then(|config| {
             SharedCache::open(config, &info.id, info.dim)
@@ -465,7 +477,8 @@ pub fn update(
             }
             manifest.vector_slots = appender.slots() as u64;
             progress(Progress::Embedding { done, total: total_to_embed });
-            if last_publish.elapsed() >= options.commit_interval {
+            if last_publish.elapsed() >= publish_after {
+                publish_after = options.commit_interval;
                 appender.sync()?;
                 manifest.generation += 1;
                 manifest.updated_unix_ms = now_ms();
@@ -484,6 +497,42 @@ pub fn update(
     collect_garbage(&location.dir, &manifest, previous_names.as_deref());
     stats.seconds = start.elapsed().as_secs_f64();
     Ok(stats)
+}
+
+/// When the first embedded vectors of an update are published at the latest.
+const FIRST_PUBLISH: Duration = Duration::from_secs(2);
+
+/// Orders the texts to embed so the model's time goes where answers are wanted first: files
+/// the editor has open or just named; then code, most recently modified files first; then
+/// tests, examples and benchmarks; then prose and plain text (Markdown, files without a
+/// grammar). Within a class, file order. Chunks of one text share an order (its first chunk's).
+fn embedding_order(
+    pending: &mut [(u128, String)],
+    waiting: &HashMap<u128, Vec<usize>>,
+    chunks: &[ChunkEntry],
+    files: &[FileEntry],
+    urgent: &std::collections::HashSet<&str>,
+) {
+    let rank = |key: &u128| {
+        let file = waiting
+            .get(key)
+            .and_then(|w| w.first())
+            .and_then(|&c| chunks.get(c))
+            .and_then(|c| files.get(c.file as usize));
+        let Some(file) = file else { return (4u8, 0u64) };
+        let language = Language::from_u8(file.language);
+        let class = if urgent.contains(file.path.as_str()) {
+            0
+        } else if language.grammar().is_none() {
+            3
+        } else if crate::lang::is_test_like(&file.path) {
+            2
+        } else {
+            1
+        };
+        (class, u64::MAX - file.mtime_ns)
+    };
+    pending.sort_by_cached_key(|(key, _)| rank(key));
 }
 
 /// How a file whose chunks the model could not take is listed as skipped.

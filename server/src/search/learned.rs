@@ -101,39 +101,10 @@ fn content_words(text: &str) -> Vec<String> {
     words
 }
 
-/// Path components and file-name parts that mark code which exercises other code.
-const TEST_MARKERS: &[&str] = &[
-    "test",
-    "tests",
-    "testing",
-    "spec",
-    "specs",
-    "example",
-    "examples",
-    "bench",
-    "benches",
-    "benchmark",
-    "benchmarks",
-    "mock",
-    "mocks",
-    "fixture",
-    "fixtures",
-    "testdata",
-    "conftest",
-];
-
-/// Tests, examples, benchmarks, mocks, fixtures: by a path component or a file-name part
-/// (`test_x.py`, `x_test.go`, `x.spec.ts`, `tests/…`).
-fn is_test_like(path: &str) -> bool {
-    path.split('/').any(|component| {
-        component.split(['.', '_', '-']).any(|part| TEST_MARKERS.contains(&part.to_ascii_lowercase().as_str()))
-    })
-}
-
 /// The query asks for tests or examples itself.
 fn asks_for_tests(words: &[String]) -> bool {
     words.iter().any(|w| {
-        TEST_MARKERS.contains(&w.as_str())
+        crate::lang::TEST_MARKERS.contains(&w.as_str())
             || ["tested", "mocked", "mocking", "unittest", "pytest", "demo", "usage"].contains(&w.as_str())
     })
 }
@@ -219,7 +190,7 @@ pub fn candidates(
                     f32::from(u8::from(is_plain_code)),
                     0.0,
                     0.0,
-                    f32::from(u8::from(!wants_tests && is_test_like(chunk.path))),
+                    f32::from(u8::from(!wants_tests && crate::lang::is_test_like(chunk.path))),
                 ],
             },
             chunk.path,
@@ -306,10 +277,10 @@ mod tests {
     #[test]
     fn test_code_is_recognised_by_path_and_asked_for_by_words() {
         for path in ["tests/parse.rs", "src/foo_test.go", "pkg/test_util.py", "web/app.spec.ts", "examples/demo.rs"] {
-            assert!(is_test_like(path), "{path}");
+            assert!(crate::lang::is_test_like(path), "{path}");
         }
         for path in ["src/parser.rs", "src/attestation.py", "lib/contest/mod.rs", "latest/x.go"] {
-            assert!(!is_test_like(path), "{path}");
+            assert!(!crate::lang::is_test_like(path), "{path}");
         }
         assert!(asks_for_tests(&content_words("tests for the parser")));
         assert!(asks_for_tests(&content_words("example of building a Command")));
