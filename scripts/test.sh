@@ -7,7 +7,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 step() { printf '\n==> %s\n' "$*" >&2; }
 log="$(mktemp)"
-trap 'rm -f "$log"' EXIT
+# A machine-wide embedding cache of this run's own: results never depend on what an earlier run
+# (or the developer's own indexing) left in ~/.cache/raggrep/embeddings.sqlite.
+embedding_cache="$(mktemp -d)"
+export RAGGREP_EMBEDDING_CACHE="$embedding_cache/embeddings.sqlite"
+trap 'rm -f "$log"; rm -rf "$embedding_cache"' EXIT
 
 step "bootstrap model + runtime"
 bash scripts/bootstrap.sh
