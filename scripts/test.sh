@@ -59,6 +59,9 @@ client "vector store interop with seed 002's stack (Python sqlite3 + PyPI sqlite
 # raggrep ask against a real LLM server: llama.cpp's llama-server built from the source vendored in
 # the crate llama-cpp-sys-2 (needs cmake; ~65 s once, cached), serving SmolLM2-135M.
 client "raggrep ask against a real llama-server (SmolLM2-135M on loopback)" tests/ask/run.sh
+# The release bundle (scripts/package.sh; here around the debug binary, same layout) installed
+# like a new user would: fresh HOME, no cargo/python/pip on PATH, proxies pointing nowhere.
+client "install test: the release bundle on a clean account, offline" tests/install/run.sh
 
 step "retrieval benchmark, quick mode (numbers sane and above the regression floors)"
 bash benches/retrieval/build.sh --quick

@@ -2,8 +2,8 @@
 //!
 //! Nothing is downloaded at run time: `scripts/bootstrap.sh` puts pinned, checksummed assets in
 //! the cache dir. Lookup order: explicit path (CLI flag or config) → environment
-//! (`RAGGREP_MODEL_DIR`, `ORT_DYLIB_PATH`) → cache dir (`$RAGGREP_HOME`, default
-//! `~/.cache/raggrep`).
+//! (`RAGGREP_MODEL_DIR`, `ORT_DYLIB_PATH`) → a release bundle's `share/raggrep` beside the
+//! binary's `bin/` → cache dir (`$RAGGREP_HOME`, default `~/.cache/raggrep`).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -17,7 +17,7 @@ const ORT_VERSION: &str = "1.31.1";
 /// File name of ONNX Runtime's shared library in the cache.
 pub const ORT_LIB_NAME: &str = "libonnxruntime.so.1.31.1";
 
-const FIX: &str = "run `bash scripts/bootstrap.sh` from the raggrep checkout";
+const FIX: &str = "run `bash scripts/bootstrap.sh` from a raggrep checkout, or unpack a release bundle (its share/raggrep sits beside bin/)";
 
 /// Errors locating assets. Each message names the fix.
 #[derive(Debug, thiserror::Error)]
@@ -82,6 +82,25 @@ pub struct QueryModel {
     pub path: PathBuf,
 }
 
+/// `share/raggrep` of a release bundle: beside the directory holding the running binary
+/// (`<bundle>/bin/raggrep` → `<bundle>/share/raggrep`), so an unpacked bundle works wherever it
+/// is put. `None` outside a bundle (a cargo build's `target/…/raggrep` has no `share/` beside it).
+pub fn bundle_dir() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let exe = fs::canonicalize(&exe).unwrap_or(exe);
+    let share = exe.parent()?.parent()?.join("share").join("raggrep");
+    share.is_dir().then_some(share)
+}
+
+/// `parts` under the bundle's `share/raggrep` when it is there, else under the cache directory.
+fn shipped_or_cached(parts: &[&str]) -> Result<PathBuf, AssetError> {
+    let under = |base: PathBuf| parts.iter().fold(base, |path, part| path.join(part));
+    if let Some(shipped) = bundle_dir().map(under).filter(|p| p.exists()) {
+        return Ok(shipped);
+    }
+    Ok(under(cache_dir()?))
+}
+
 /// The cache directory: `$RAGGREP_HOME`, else `~/.cache/raggrep`.
 pub fn cache_dir() -> Result<PathBuf, AssetError> {
     if let Some(home) = std::env::var_os("RAGGREP_HOME").filter(|v| !v.is_empty()) {
@@ -104,16 +123,16 @@ impl Assets {
         {
             Some(spec) => {
                 let as_path = PathBuf::from(&spec);
-                if as_path.is_dir() || spec.contains('/') { as_path } else { cache_dir()?.join("models").join(spec) }
+                if as_path.is_dir() || spec.contains('/') { as_path } else { shipped_or_cached(&["models", &spec])? }
             }
-            None => cache_dir()?.join("models").join(DEFAULT_MODEL),
+            None => shipped_or_cached(&["models", DEFAULT_MODEL])?,
         };
         let ort_dylib = match ort_dylib
             .map(Path::to_path_buf)
             .or_else(|| std::env::var_os("ORT_DYLIB_PATH").filter(|v| !v.is_empty()).map(PathBuf::from))
         {
             Some(path) => path,
-            None => cache_dir()?.join("runtime").join(format!("onnxruntime-{ORT_VERSION}")).join(ORT_LIB_NAME),
+            None => shipped_or_cached(&["runtime", &format!("onnxruntime-{ORT_VERSION}"), ORT_LIB_NAME])?,
         };
         let assets = Assets { model_dir, ort_dylib };
         assets.check()?;

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Installs the release bundle like a new user on a clean machine and uses it: a fresh HOME, a
+# PATH without cargo, python or pip, every proxy variable pointing at a closed port (any network
+# use would fail), the bundle unpacked, moved elsewhere, and run from there: index and query a
+# fixture, the query model found, and `raggrep lsp` answering a search. Last line: "N passed,
+# M failed".
+#
+#   bash tests/install/run.sh [dist/raggrep-<version>-linux-x64[-debug].tar.gz]
+#   (no argument: builds the bundle around the debug binary first, `scripts/package.sh --quick`)
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+if [[ $# -eq 0 ]]; then
+  if ! built="$(bash scripts/package.sh --quick)"; then
+    echo "FAIL  scripts/package.sh --quick"
+    echo "0 passed, 1 failed"
+    exit 1
+  fi
+  set -- "$built"
+fi
+tarball="$(realpath "$1")"
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); printf 'ok    %s\n' "$1"; }
+fail() { failed=$((failed + 1)); printf 'FAIL  %s\n' "$1"; [[ -n "${2:-}" ]] && printf '      %s\n' "${2:0:2000}"; }
+check() { local name="$1"; shift; if "$@"; then ok "$name"; else fail "$name" "${detail:-}"; fi; }
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+home="$work/home"
+tools="$work/tools"
+mkdir -p "$home" "$tools"
+# The only commands the new user's shell offers: enough to unpack, nothing to build with.
+for tool in tar gzip sh bash cat mkdir mv ls; do ln -s "$(command -v "$tool")" "$tools/$tool"; done
+user() {
+  env -i HOME="$home" PATH="$tools" LANG=C.UTF-8 \
+    http_proxy=http://127.0.0.1:9 https_proxy=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 \
+    HTTPS_PROXY=http://127.0.0.1:9 ALL_PROXY=http://127.0.0.1:9 no_proxy= NO_PROXY= "$@"
+}
+detail="$(user sh -c 'command -v cargo python3 python pip pip3 rustc' 2>&1)"
+check "the user's PATH has no cargo, rustc, python or pip" bash -c "[[ -z '$detail' ]]"
+
+start=$(date +%s.%N)
+user tar -xzf "$tarball" -C "$home" 2>"$work/err"
+unpacked="$(ls -d "$home"/raggrep-*-linux-x64 2>/dev/null | head -n 1)"
+detail="$(cat "$work/err")"
+check "the tarball unpacks into one raggrep-<version>-linux-x64 directory" bash -c "[[ -x '$unpacked/bin/raggrep' ]]"
+# Installed somewhere else than where it was unpacked: only relative lookups can work.
+mkdir -p "$home/opt"
+user mv "$unpacked" "$home/opt/raggrep"
+bin="$home/opt/raggrep/bin/raggrep"
+
+cp -r tests/fixtures/polyglot "$home/project"
+user sh -c "cd '$home/project' && '$bin' index . --json" >"$work/index.json" 2>"$work/err"
+rc=$?
+detail="rc=$rc $(cat "$work/index.json") $(cat "$work/err")"
+check "index a project with the bundle's model and runtime (no network, no cache set up)" \
+  python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); assert s["files"] >= 8 and s["embedded"] == s["chunks"] > 0, s' "$work/index.json"
+seconds=$(python3 -c "print(f'{$(date +%s.%N) - $start:.1f}')")
+
+user sh -c "cd '$home/project' && '$bin' query --json -k 3 'check that an API token has not expired'" >"$work/query.json" 2>"$work/err"
+detail="$(cat "$work/query.json") $(cat "$work/err")"
+check "query: the right function first" \
+  python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"]; assert r[0]["location"] == "src/auth.py:19-25", r' "$work/query.json"
+
+user "$bin" embed "hello" >"$work/embed.txt" 2>&1
+detail="$(cat "$work/embed.txt")"
+check "the bundle's query model is found and used" grep -q "query model: " "$work/embed.txt"
+check "models and runtime come from the bundle, not a cache in HOME" \
+  bash -c "[[ ! -e '$home/.cache/raggrep/models' && ! -e '$home/.cache/raggrep/runtime' ]]"
+
+# The language server from the bundle: initialize, wait for the index, search, shut down.
+detail=""
+check "raggrep lsp from the bundle answers raggrep.search" python3 - "$bin" "$home" "$home/project" <<'PY'
+import json, os, subprocess, sys, time
+binary, home, root = sys.argv[1:]
+env = {"HOME": home, "PATH": os.path.join(os.path.dirname(home), "tools"), "http_proxy": "http://127.0.0.1:9",
+       "https_proxy": "http://127.0.0.1:9", "ALL_PROXY": "http://127.0.0.1:9"}
+proc = subprocess.Popen([binary, "lsp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+def send(message):
+    body = json.dumps(message).encode()
+    proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    proc.stdin.flush()
+def read():
+    length = 0
+    while True:
+        line = proc.stdout.readline()
+        if not line:
+            raise SystemExit("the server closed stdout")
+        if line in (b"\r\n", b"\n"):
+            break
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    return json.loads(proc.stdout.read(length))
+def wait(pred, seconds=120):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        message = read()
+        if message.get("method") == "window/workDoneProgress/create" or (message.get("method") and "id" in message):
+            send({"jsonrpc": "2.0", "id": message["id"], "result": None})
+        if pred(message):
+            return message
+    raise SystemExit("timed out")
+uri = "file://" + root
+send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"processId": os.getpid(), "rootUri": uri,
+      "workspaceFolders": [{"uri": uri, "name": "project"}], "capabilities": {}}})
+wait(lambda m: m.get("id") == 1)
+send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+wait(lambda m: m.get("method") == "raggrep/indexUpdated")
+send({"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand",
+      "params": {"command": "raggrep.search", "arguments": [{"query": "multiply two matrices", "k": 3}]}})
+answer = wait(lambda m: m.get("id") == 2)
+locations = [r["location"] for r in answer["result"]["results"]]
+assert locations and locations[0].startswith("lib/matrix.c:"), answer
+send({"jsonrpc": "2.0", "id": 3, "method": "shutdown"})
+wait(lambda m: m.get("id") == 3)
+send({"jsonrpc": "2.0", "method": "exit"})
+assert proc.wait(timeout=30) == 0
+PY
+
+size=$(du -h "$tarball" | cut -f1)
+unpacked_size=$(du -sh "$home/opt/raggrep" | cut -f1)
+echo "      bundle: $size packed, $unpacked_size unpacked; unpack + first index of the fixture: ${seconds} s" >&2
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]
