@@ -187,6 +187,27 @@ fn the_prompt_holds_the_retrieved_snippets_cited_and_within_the_budget() {
 }
 
 #[test]
+fn root_and_index_dir_work_as_for_query() {
+    let ws = Workspace::polyglot();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let index_dir = elsewhere.path().join("index");
+    let root = ws.root().to_str().unwrap().to_string();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_raggrep"));
+    let out = command
+        .args(["ask", "--json", "--root", &root, "--index-dir", index_dir.to_str().unwrap()])
+        .arg("where is `validate_token` defined?")
+        .current_dir(elsewhere.path())
+        .env("XDG_CONFIG_HOME", ws.config.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(locations(&answer), ["src/auth.py:19-25"], "{answer}");
+    assert!(index_dir.join("CURRENT").is_file(), "the index was built in --index-dir");
+}
+
+#[test]
 fn without_a_reachable_llm_one_line_points_to_the_prompt() {
     let ws = Workspace::polyglot();
     let dead = closed_url();

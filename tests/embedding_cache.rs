@@ -73,6 +73,7 @@ fn clones_and_worktrees_embed_nothing_and_damage_is_recomputed() {
     let first = dir.path().join("first");
     git(dir.path(), &["clone", "-q", origin.to_str().unwrap(), first.to_str().unwrap()]);
     let stats = index(&first, cache);
+    assert_eq!(stats["walked"], true, "the command line always walks: {stats}");
     let chunks = count(&stats, "chunks");
     assert!(chunks > 10);
     assert_eq!((count(&stats, "embedded"), count(&stats, "from_cache")), (chunks, 0), "{stats}");
@@ -129,6 +130,19 @@ fn clones_and_worktrees_embed_nothing_and_damage_is_recomputed() {
         .filter_map(Result::ok)
         .any(|e| e.file_name().to_string_lossy().contains(".corrupt-"));
     assert!(aside);
+
+    // A cap of 0 MB also turns it off.
+    let capped = dir.path().join("capped");
+    git(dir.path(), &["clone", "-q", origin.to_str().unwrap(), capped.to_str().unwrap()]);
+    let out = Command::new(env!("CARGO_BIN_EXE_raggrep"))
+        .args(["index", ".", "--json"])
+        .current_dir(&capped)
+        .env("RAGGREP_EMBEDDING_CACHE", cache)
+        .env("RAGGREP_EMBEDDING_CACHE_MB", "0")
+        .output()
+        .unwrap();
+    let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((count(&stats, "embedded"), count(&stats, "from_cache")), (chunks, 0), "{stats}");
 
     // Off: the model embeds everything again, the cache is not touched.
     let fifth = dir.path().join("fifth");

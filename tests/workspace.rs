@@ -312,6 +312,14 @@ fn a_named_file_updates_without_a_walk_and_new_files_still_get_one() {
     wait_updates(&events, 5);
     let stats = last(&events);
     assert!(!stats.walked && stats.changed_files == 0, "{stats:?}");
+
+    // A deleted directory named on its own (watchers may not list its files): its files go.
+    std::fs::remove_dir_all(dir.path().join("src")).unwrap();
+    ws.schedule(&dir.path().join("src"));
+    wait_updates(&events, 6);
+    let stats = last(&events);
+    assert!(stats.walked && stats.files == 0, "{stats:?}");
+    assert!(lexical("brand_new_file").is_empty());
     ws.shutdown();
 }
 

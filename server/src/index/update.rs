@@ -541,15 +541,20 @@ const NOT_EMBEDDED: &str = "not embedded: ";
 /// The previous index's files as a walk would report them, the named `paths` looked at afresh
 /// (stat'ed; gone ones left out): an update that only these paths can have changed needs no
 /// walk. `None` when a walk is needed after all: a named path exists but is new to the index
-/// or was left out by the last walk (only the walk knows the ignore rules), or is a symlink
-/// or no longer a file (only the walk knows where it may lead).
+/// or was left out by the last walk (only the walk knows the ignore rules), is a symlink or no
+/// longer a file (only the walk knows where it may lead), or is a deleted directory that held
+/// indexed files.
 fn scoped_walk(prev: &Manifest, root: &Path, paths: &[String]) -> Option<Vec<walk::WalkedFile>> {
     let mut named: std::collections::HashSet<&str> = std::collections::HashSet::new();
     for path in paths {
         let known = prev.files.binary_search_by(|f| f.path.as_str().cmp(path)).is_ok();
         let on_disk = walk::resolve(root, path).symlink_metadata();
         if !known {
-            if on_disk.is_ok() {
+            // A new file, or a deleted directory with indexed files under it: walk.
+            let prefix = format!("{path}/");
+            let first_under = prev.files.partition_point(|f| f.path.as_str() < prefix.as_str());
+            let holds_indexed = prev.files.get(first_under).is_some_and(|f| f.path.starts_with(&prefix));
+            if on_disk.is_ok() || holds_indexed {
                 return None;
             }
             // Gone and never indexed (a temporary file): nothing to do.
