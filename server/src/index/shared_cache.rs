@@ -102,7 +102,15 @@ impl SharedCache {
                 used INTEGER NOT NULL,
                 PRIMARY KEY (model, key)
             ) WITHOUT ROWID;
-            CREATE INDEX IF NOT EXISTS vectors_used ON vectors (used);",
+            CREATE INDEX IF NOT EXISTS vectors_used ON vectors (used);
+            -- The row count, kept by triggers: counting a table of vectors reads all of it, and
+            -- the cap is checked after every batch.
+            CREATE TABLE IF NOT EXISTS stats (id INTEGER PRIMARY KEY CHECK (id = 0), rows INTEGER NOT NULL);
+            INSERT OR IGNORE INTO stats VALUES (0, (SELECT count(*) FROM vectors));
+            CREATE TRIGGER IF NOT EXISTS vectors_added AFTER INSERT ON vectors
+                BEGIN UPDATE stats SET rows = rows + 1 WHERE id = 0; END;
+            CREATE TRIGGER IF NOT EXISTS vectors_removed AFTER DELETE ON vectors
+                BEGIN UPDATE stats SET rows = rows - 1 WHERE id = 0; END;",
         )?;
         let row_bytes = (dim as u64) * 4 + ROW_OVERHEAD;
         Ok(SharedCache {
@@ -168,7 +176,10 @@ impl SharedCache {
         let transaction = self.connection.transaction()?;
         {
             let mut insert = transaction.prepare_cached(
-                "INSERT OR REPLACE INTO vectors (model, key, vector, checksum, used) VALUES (?1, ?2, ?3, ?4, ?5)",
+                // An upsert, not INSERT OR REPLACE: a replace deletes without firing the delete
+                // trigger, and the row count would drift.
+                "INSERT INTO vectors (model, key, vector, checksum, used) VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (model, key) DO UPDATE SET vector = excluded.vector, checksum = excluded.checksum, used = excluded.used",
             )?;
             for (key, vector) in entries {
                 if vector.dim() != self.dim {
@@ -179,7 +190,7 @@ impl SharedCache {
                 let sum = checksum(&self.model, &key_bytes, &bytes);
                 insert.execute(params![self.model, key_bytes.as_slice(), bytes, sum, now])?;
             }
-            let rows: i64 = transaction.query_row("SELECT count(*) FROM vectors", [], |r| r.get(0))?;
+            let rows: i64 = transaction.query_row("SELECT rows FROM stats WHERE id = 0", [], |r| r.get(0))?;
             let excess = rows.saturating_sub(self.max_rows as i64);
             if excess > 0 {
                 // Evict a tenth more than needed, so the next batches do not evict row by row.
@@ -272,6 +283,15 @@ mod tests {
         let got = cache.get(&[0, 100, 1]).unwrap_or_else(|e| panic!("{e}"));
         assert!(got[0].is_some() && got[1].is_some(), "recently used and new rows stay");
         assert!(got[2].is_none(), "the least recently used went first");
+        // Stored again (an update, not a new row) and evicted rows: the kept count is exact.
+        cache.put(&[(100, &new)]).unwrap_or_else(|e| panic!("{e}"));
+        let counted: (i64, i64) = cache
+            .connection
+            .query_row("SELECT (SELECT rows FROM stats), (SELECT count(*) FROM vectors)", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(counted.0, counted.1);
     }
 
     #[test]
