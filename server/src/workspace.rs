@@ -614,11 +614,7 @@ impl Workspace {
     fn read_lines(&self, path: &Path, start: u32, end: u32) -> String {
         let overlay = self.overlays.get(&canonical_or_parent(path)).map(|o| o.value().clone());
         let text = overlay.or_else(|| std::fs::read_to_string(path).ok()).unwrap_or_default();
-        text.lines()
-            .skip(start.saturating_sub(1) as usize)
-            .take((end.max(start) - start.max(1) + 1) as usize)
-            .collect::<Vec<_>>()
-            .join("\n")
+        crate::ask::line_range(&text, start, end)
     }
 
     /// The latest published snapshot of a root (front doors reading chunks directly).

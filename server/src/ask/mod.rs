@@ -237,11 +237,8 @@ fn members_answer(roots: &[(PathBuf, Arc<Snapshot>)], name: &str) -> Result<Exac
             // Nothing nested to list (a struct's fields, a short class): the definition itself.
             let text =
                 std::fs::read_to_string(crate::walk::resolve(&definition.root, &definition.path)).unwrap_or_default();
-            let lines: Vec<&str> = text
-                .lines()
-                .skip(definition.start_line.saturating_sub(1) as usize)
-                .take((definition.end_line.saturating_sub(definition.start_line) + 1) as usize)
-                .collect();
+            let body = line_range(&text, definition.start_line, definition.end_line);
+            let lines: Vec<&str> = body.lines().collect();
             let _ = writeln!(answer, "{header}:");
             for line in lines.iter().take(MAX_SHOWN_LINES) {
                 let _ = writeln!(answer, "    {line}");
@@ -268,6 +265,15 @@ fn members_answer(roots: &[(PathBuf, Arc<Snapshot>)], name: &str) -> Result<Exac
     }
     sources.dedup();
     Ok(ExactAnswer { text: answer, sources })
+}
+
+/// Lines `start..=end` (1-based, inclusive) of `text`, joined: the body of a snippet.
+pub fn line_range(text: &str, start: u32, end: u32) -> String {
+    text.lines()
+        .skip(start.saturating_sub(1) as usize)
+        .take((end.max(start) - start.max(1) + 1) as usize)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// A retrieved piece of code for a prompt.

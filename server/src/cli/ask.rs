@@ -259,11 +259,7 @@ fn ask_source(source: &Source, cited: Option<bool>) -> wire::AskSource {
 /// Lines `start..=end` (1-based) of a file under `root`; empty when it cannot be read.
 fn read_lines(root: &Path, path: &str, start: u32, end: u32) -> String {
     let text = std::fs::read_to_string(crate::walk::resolve(root, path)).unwrap_or_default();
-    text.lines()
-        .skip(start.saturating_sub(1) as usize)
-        .take((end.saturating_sub(start) + 1) as usize)
-        .collect::<Vec<_>>()
-        .join("\n")
+    ask::line_range(&text, start, end)
 }
 
 /// The audit log gets the route and the counts, never the question or the answer.
