@@ -588,16 +588,9 @@ impl Workspace {
         let started = Instant::now();
         let query = Query { k: 30, ..Query::new(question) };
         let hits = self.search(&query)?;
-        let snippets = hits.into_iter().map(|RootHit { root, hit }| crate::ask::Snippet {
-            body: self.read_lines(&crate::walk::resolve(&root, &hit.path), hit.start_line, hit.end_line),
-            source: crate::ask::Source {
-                path: hit.path,
-                start_line: hit.start_line,
-                end_line: hit.end_line,
-                symbol: hit.symbol,
-                kind: Some(hit.kind),
-            },
-            language: hit.language,
+        let snippets = hits.into_iter().map(|RootHit { root, hit }| {
+            let body = self.read_lines(&crate::walk::resolve(&root, &hit.path), hit.start_line, hit.end_line);
+            crate::ask::Snippet::from_hit(hit, body)
         });
         let fitted = crate::ask::fit_snippets(snippets, max_tokens);
         let tokens = fitted.tokens;

@@ -284,6 +284,23 @@ pub struct Snippet {
     pub body: String,
 }
 
+impl Snippet {
+    /// A search hit with its code (`body`, read by the caller: from disk or an editor buffer).
+    pub fn from_hit(hit: crate::search::Hit, body: String) -> Snippet {
+        Snippet {
+            body,
+            source: Source {
+                path: hit.path,
+                start_line: hit.start_line,
+                end_line: hit.end_line,
+                symbol: hit.symbol,
+                kind: Some(hit.kind),
+            },
+            language: hit.language,
+        }
+    }
+}
+
 /// Snippets laid out for a model, each headed by its citation, as many as fit in a budget.
 #[derive(Debug, Clone, Default)]
 pub struct Fitted {

@@ -88,14 +88,7 @@ pub fn run(args: AskArgs, model: Option<&str>, ort: Option<&Path>) -> Result<()>
                     took_ms: started.elapsed().as_secs_f64() * 1000.0,
                     first_token_ms: None,
                 };
-                record(&location, &answer);
-                let mut out = io::stdout().lock();
-                if args.json {
-                    writeln!(out, "{}", serde_json::to_string(&answer)?)?;
-                } else {
-                    write!(out, "{}", exact.text)?;
-                }
-                return Ok(());
+                return print_whole(&location, &answer, args.json, &exact.text);
             }
             Err(why) => fallback = Some(why),
         }
@@ -111,16 +104,9 @@ pub fn run(args: AskArgs, model: Option<&str>, ort: Option<&Path>) -> Result<()>
     let query = Query { k: CANDIDATES, ..Query::new(question.clone()) };
     let results = search::search(&snapshot, Some(embedder as &dyn Embedder), &query)?;
     super::warn_degraded(results.degraded.as_deref());
-    let snippets = results.results.into_iter().map(|hit| Snippet {
-        body: read_lines(&location.root, &hit.path, hit.start_line, hit.end_line),
-        source: Source {
-            path: hit.path,
-            start_line: hit.start_line,
-            end_line: hit.end_line,
-            symbol: hit.symbol,
-            kind: Some(hit.kind),
-        },
-        language: hit.language,
+    let snippets = results.results.into_iter().map(|hit| {
+        let body = read_lines(&location.root, &hit.path, hit.start_line, hit.end_line);
+        Snippet::from_hit(hit, body)
     });
     let prompt = ask::prompt(&question, snippets, args.budget);
     let retrieval_ms = started.elapsed().as_secs_f64() * 1000.0;
@@ -142,14 +128,7 @@ pub fn run(args: AskArgs, model: Option<&str>, ort: Option<&Path>) -> Result<()>
     let Some(config) = llm_config else {
         answer.sources = prompt.sources.iter().map(|s| ask_source(s, None)).collect();
         answer.prompt = Some(prompt.text.clone());
-        record(&location, &answer);
-        let mut out = io::stdout().lock();
-        if args.json {
-            writeln!(out, "{}", serde_json::to_string(&answer)?)?;
-        } else {
-            write!(out, "{}", prompt.text)?;
-        }
-        return Ok(());
+        return print_whole(&location, &answer, args.json, &prompt.text);
     };
 
     let json = args.json;
@@ -201,6 +180,19 @@ pub fn run(args: AskArgs, model: Option<&str>, ort: Option<&Path>) -> Result<()>
         answer.first_token_ms.unwrap_or(answer.took_ms) / 1000.0,
         prompt.tokens
     );
+    Ok(())
+}
+
+/// An answer that is complete before anything is printed (exact, or the prompt): audited, then
+/// printed as JSON or as its text.
+fn print_whole(location: &IndexLocation, answer: &wire::AskAnswer, json: bool, text: &str) -> Result<()> {
+    record(location, answer);
+    let mut out = io::stdout().lock();
+    if json {
+        writeln!(out, "{}", serde_json::to_string(answer)?)?;
+    } else {
+        write!(out, "{text}")?;
+    }
     Ok(())
 }
 
