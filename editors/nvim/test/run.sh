@@ -57,6 +57,18 @@ mkdir -p "$tmp/bin"
 ln -s "$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")" "$tmp/bin/raggrep"
 export PATH="$tmp/bin:$PATH"
 
+# A release bundle's layout around the same binary (a hard link, so the binary's own path is
+# inside it; a copy where a link cannot be made), with an empty cache: :checkhealth must find
+# the model and runtime where the server does, in the bundle.
+bundle="$(dirname "$bin")/nvim-test-bundle"
+rm -rf "$bundle"
+mkdir -p "$bundle/bin" "$bundle/share/raggrep/models" "$bundle/share/raggrep/runtime" "$tmp/empty-cache"
+ln "$bin" "$bundle/bin/raggrep" 2>/dev/null || cp "$bin" "$bundle/bin/raggrep"
+ln -s "$RAGGREP_HOME/models/all-minilm-l6-v2-int8" "$bundle/share/raggrep/models/"
+ln -s "$RAGGREP_HOME/runtime/onnxruntime-1.31.1" "$bundle/share/raggrep/runtime/"
+export RAGGREP_TEST_BUNDLE="$bundle" RAGGREP_TEST_EMPTY_CACHE="$tmp/empty-cache"
+trap 'cleanup; rm -rf "$bundle"' EXIT
+
 for method in enable start; do
   work="$tmp/$method"
   mkdir -p "$work"

@@ -256,6 +256,26 @@ local ok_run, err_run = xpcall(function()
   check('checkhealth finds the model assets', report:find('model: ', 1, true) ~= nil and report:find('ONNX Runtime: ', 1, true) ~= nil, report)
   check('checkhealth sees the running client', report:find('client %d+ attached') ~= nil and report:find('chunks') ~= nil, report)
   check('checkhealth reports no errors', report:find('ERROR') == nil, report)
+
+  -- The same server binary inside a release bundle, with an empty cache: the assets are the
+  -- bundle's, as the server finds them.
+  if vim.env.RAGGREP_TEST_BUNDLE then
+    local options = require('raggrep.config').options
+    local saved_cmd, saved_env = options.cmd, options.cmd_env
+    local bundle = vim.env.RAGGREP_TEST_BUNDLE
+    options.cmd = { vim.fs.joinpath(bundle, 'bin', 'raggrep'), 'lsp' }
+    options.cmd_env = { RAGGREP_HOME = vim.env.RAGGREP_TEST_EMPTY_CACHE }
+    pcall(vim.cmd, 'checkhealth raggrep')
+    io.stdout:write('\n')
+    local bundled = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
+    options.cmd, options.cmd_env = saved_cmd, saved_env
+    check('checkhealth finds a release bundle\'s model and runtime (empty cache)',
+      bundled:find('release bundle: ' .. bundle, 1, true) ~= nil
+        and bundled:find('model: ' .. bundle .. '/share/raggrep/models/', 1, true) ~= nil
+        and bundled:find('ONNX Runtime: ' .. bundle .. '/share/raggrep/runtime/', 1, true) ~= nil,
+      bundled)
+    check('checkhealth with the bundle reports no errors', bundled:find('ERROR') == nil, bundled)
+  end
 end, debug.traceback)
 check('test script ran without a Lua error', ok_run, err_run)
 

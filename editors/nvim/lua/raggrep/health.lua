@@ -2,7 +2,7 @@
 local M = {}
 
 local health = vim.health
-local FIX = 'run `bash scripts/bootstrap.sh` from the raggrep checkout'
+local FIX = 'run `bash scripts/bootstrap.sh` from a raggrep checkout, or use the release bundle (its share/raggrep sits beside bin/)'
 local DEFAULT_MODEL = 'all-minilm-l6-v2-int8'
 
 --- An environment variable as the server will see it (cmd_env first), nil when empty.
@@ -24,6 +24,33 @@ local function cache_dir()
     return vim.fs.joinpath(env('XDG_CACHE_HOME'), 'raggrep')
   end
   return vim.fs.joinpath(env('HOME') or vim.fn.expand('~'), '.cache', 'raggrep')
+end
+
+--- share/raggrep of a release bundle beside the server binary's bin/ (the server looks there
+--- before the cache), nil when the binary is not in a bundle.
+local function bundle_dir()
+  local exe = vim.fn.exepath(require('raggrep.config').options.cmd[1])
+  if exe == '' then
+    return nil
+  end
+  local real = vim.uv.fs_realpath(exe) or exe
+  local share = vim.fs.joinpath(vim.fs.dirname(vim.fs.dirname(real)), 'share', 'raggrep')
+  if vim.fn.isdirectory(share) == 1 then
+    return share
+  end
+  return nil
+end
+
+--- `parts` under the bundle when it has them, else under the cache (as the server decides).
+local function shipped_or_cached(cache, ...)
+  local bundle = bundle_dir()
+  if bundle then
+    local shipped = vim.fs.joinpath(bundle, ...)
+    if vim.uv.fs_stat(shipped) then
+      return shipped
+    end
+  end
+  return vim.fs.joinpath(cache, ...)
 end
 
 local function is_file(path)
@@ -81,7 +108,10 @@ local function check_assets()
   if spec and (spec:find('/', 1, true) or vim.fn.isdirectory(spec) == 1) then
     model_dir = vim.fn.expand(spec)
   else
-    model_dir = vim.fs.joinpath(cache, 'models', spec or DEFAULT_MODEL)
+    model_dir = shipped_or_cached(cache, 'models', spec or DEFAULT_MODEL)
+  end
+  if bundle_dir() then
+    health.info('release bundle: ' .. bundle_dir())
   end
   local missing = {}
   for _, file in ipairs({ 'model.onnx', 'tokenizer.json' }) do
@@ -98,8 +128,9 @@ local function check_assets()
   end
   local ort = env('ORT_DYLIB_PATH')
   if not ort then
-    local found = vim.fn.glob(vim.fs.joinpath(cache, 'runtime', 'onnxruntime-*', 'libonnxruntime.so*'), true, true)
-    ort = found[1] or vim.fs.joinpath(cache, 'runtime', 'onnxruntime-*', 'libonnxruntime.so.*')
+    local runtime = shipped_or_cached(cache, 'runtime')
+    local found = vim.fn.glob(vim.fs.joinpath(runtime, 'onnxruntime-*', 'libonnxruntime.so*'), true, true)
+    ort = found[1] or vim.fs.joinpath(runtime, 'onnxruntime-*', 'libonnxruntime.so.*')
   end
   if is_file(ort) then
     health.ok('ONNX Runtime: ' .. ort)
