@@ -167,10 +167,13 @@ fn main() {
         graphs = graphs.max(names.iter().filter(|n| n.starts_with("ann-")).count());
         compactions =
             compactions.max(names.iter().filter(|n| n.starts_with("vectors-") && *n != "vectors-00000000.f32").count());
+        // Killed before the first index was ever published: "no index yet" is the state before.
+        let never_published = !root.join(".raggrep").join("CURRENT").exists();
         let status = raggrep(&root, &["status", "--json"]);
         let query = raggrep(&root, &["query", "--json", "--mode", "lexical", "-k", "3", "ledger"]);
         let damaged = String::from_utf8_lossy(&status.stdout).contains("\"damaged\"");
-        if !status.status.success() || !query.status.success() || damaged {
+        let no_index_yet = never_published && String::from_utf8_lossy(&status.stderr).contains("no index at");
+        if !(status.status.success() || no_index_yet) || !query.status.success() || damaged {
             unusable.push(format!(
                 "round {round} (killed after {delay:?}): status {} query {}: {}",
                 status.status,
