@@ -93,6 +93,17 @@ impl Source {
         format!("{}:{}-{}", self.path, self.start_line, self.end_line)
     }
 
+    /// A definition from a file's syntax tree (`path` relative to its root).
+    fn in_file(path: &str, definition: &crate::chunk::Definition) -> Source {
+        Source {
+            path: path.to_string(),
+            start_line: definition.start_line,
+            end_line: definition.end_line,
+            symbol: Some(definition.symbol.clone()),
+            kind: Some(definition.kind),
+        }
+    }
+
     fn of(definition: &FoundDefinition) -> Source {
         Source {
             path: definition.path.clone(),
@@ -186,20 +197,20 @@ fn outline_answer(
     }
     let mut sources = Vec::new();
     for definition in wanted.iter().take(MAX_LISTED) {
-        let source = Source {
-            path: relative.clone(),
-            start_line: definition.start_line,
-            end_line: definition.end_line,
-            symbol: Some(definition.symbol.clone()),
-            kind: Some(definition.kind),
-        };
-        let _ = writeln!(answer, "  {}  {} {}", source.citation(), definition.kind.name(), definition.symbol);
+        let source = Source::in_file(&relative, definition);
+        list(&mut answer, &source);
         sources.push(source);
     }
     if wanted.len() > MAX_LISTED {
         let _ = writeln!(answer, "  … and {} more", wanted.len() - MAX_LISTED);
     }
     Ok(ExactAnswer { text: answer, sources })
+}
+
+/// One line of an exact answer: `  path:start-end  kind symbol`.
+fn list(answer: &mut String, source: &Source) {
+    let kind = source.kind.map_or("", ChunkKind::name);
+    let _ = writeln!(answer, "  {}  {kind} {}", source.citation(), source.symbol.as_deref().unwrap_or_default());
 }
 
 fn definition_answer(roots: &[(PathBuf, Arc<Snapshot>)], name: &str) -> Result<ExactAnswer, String> {
@@ -212,7 +223,7 @@ fn definition_answer(roots: &[(PathBuf, Arc<Snapshot>)], name: &str) -> Result<E
     let mut sources = Vec::new();
     for definition in &found.definitions {
         let source = Source::of(definition);
-        let _ = writeln!(answer, "  {}  {} {}", source.citation(), definition.kind.name(), definition.symbol);
+        list(&mut answer, &source);
         sources.push(source);
     }
     if found.total > found.definitions.len() {
@@ -252,14 +263,8 @@ fn members_answer(roots: &[(PathBuf, Arc<Snapshot>)], name: &str) -> Result<Exac
             if members.len() == 1 { "1 definition".to_string() } else { format!("{} definitions", members.len()) };
         let _ = writeln!(answer, "{header} contains {count}:");
         for member in members.iter().take(MAX_LISTED) {
-            let member_source = Source {
-                path: definition.path.clone(),
-                start_line: member.start_line,
-                end_line: member.end_line,
-                symbol: Some(member.symbol.clone()),
-                kind: Some(member.kind),
-            };
-            let _ = writeln!(answer, "  {}  {} {}", member_source.citation(), member.kind.name(), member.symbol);
+            let member_source = Source::in_file(&definition.path, member);
+            list(&mut answer, &member_source);
             sources.push(member_source);
         }
     }
