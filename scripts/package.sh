@@ -4,18 +4,24 @@
 #   raggrep-<version>-linux-x64.tar.gz
 #     raggrep-<version>-linux-x64/
 #       bin/raggrep                                       the binary
-#       share/raggrep/models/all-minilm-l6-v2-int8/       default model, tokenizer, query model
+#       share/raggrep/models/all-minilm-l6-v2-int8/       default model, tokenizer, query model, licence
 #       share/raggrep/runtime/onnxruntime-1.31.1/         ONNX Runtime's library + its licences
+#       share/raggrep/nvim/                               the Neovim plugin (finds ../../../bin/raggrep)
+#       share/raggrep/helix/languages.toml                the Helix snippet
 #       README.md LICENSE THIRD_PARTY.md
+#   raggrep-linux-x64.vsix
+#     the VS Code extension for linux-x64 with the same bin/ and share/raggrep/{models,runtime}:
+#     it runs its own server, no raggrep on PATH and no cache needed
 #   SHA256SUMS
 #
 # The binary looks for share/raggrep next to its own bin/ directory before the user's cache, so
 # the bundle works unpacked anywhere, offline, without Rust or Python.
 #
-#   bash scripts/package.sh           # release build (the artefact to publish)
-#   bash scripts/package.sh --quick   # same layout around the debug binary, named …-debug.tar.gz
-#                                     # (the install test in the test command; no release build)
+#   bash scripts/package.sh           # release build (the artefacts to publish)
+#   bash scripts/package.sh --quick   # same layouts around the debug binary, named …-debug.*
+#                                     # (the install and editor tests; no release build)
 #
+# Needs Node.js 20+ and npm for the .vsix (npm ci in editors/vscode when its tools are missing).
 # Reproducible: files sorted, owners and times fixed (the last commit's time), gzip without a
 # name or time stamp, the binary stripped; two runs give the same bytes.
 set -euo pipefail
@@ -53,7 +59,14 @@ mkdir -p "$stage/bin" "$stage/share/raggrep/models" "$stage/share/raggrep/runtim
 cp "target/$profile/raggrep" "$stage/bin/raggrep"
 strip "$stage/bin/raggrep" 2>/dev/null || true
 cp -r "$model" "$stage/share/raggrep/models/"
+# all-MiniLM-L6-v2 and the models derived from it are Apache-2.0, which asks for its text beside them.
+licence=/usr/share/common-licenses/Apache-2.0
+[[ -f $licence ]] || { echo "package: $licence is missing (Debian's base-files ships it)" >&2; exit 1; }
+cp "$licence" "$stage/share/raggrep/models/$(basename "$model")/LICENSE"
 cp -r "$runtime" "$stage/share/raggrep/runtime/"
+mkdir -p "$stage/share/raggrep/nvim" "$stage/share/raggrep/helix"
+cp -r editors/nvim/lua editors/nvim/plugin editors/nvim/lsp editors/nvim/README.md "$stage/share/raggrep/nvim/"
+cp editors/helix/languages.toml "$stage/share/raggrep/helix/"
 cp README.md LICENSE THIRD_PARTY.md "$stage/"
 chmod -R u=rwX,go=rX "$stage"
 
@@ -63,7 +76,54 @@ tarball="dist/$name$suffix.tar.gz"
 tar --sort=name --mtime="@$epoch" --owner=0 --group=0 --numeric-owner --format=gnu \
   -C "$work" -cf - "$name" | gzip -9 -n >"$tarball.tmp"
 mv "$tarball.tmp" "$tarball"
+
+# The VS Code extension: its bundle (type-checked, minified) plus the same server, model and
+# runtime, packaged by vsce from a staging copy so the checkout stays clean.
+ext="$repo/editors/vscode"
+vsix="dist/raggrep-linux-x64$suffix.vsix"
+(
+  cd "$ext"
+  [[ -x node_modules/.bin/vsce && -x node_modules/.bin/tsc ]] || npm ci --no-audit --no-fund --loglevel=error
+  npm run --silent check
+  node esbuild.mjs --production
+) >&2
+vstage="$work/vsix"
+mkdir -p "$vstage/dist" "$vstage/share/raggrep"
+# Without its scripts vsce runs no prepublish step (it would need node_modules in the staging copy).
+node -e 'const p = require(process.argv[1]); delete p.scripts; delete p.devDependencies;
+  require("fs").writeFileSync(process.argv[2], JSON.stringify(p, null, 2) + "\n");' "$ext/package.json" "$vstage/package.json"
+cp "$ext/README.md" "$ext/CHANGELOG.md" "$ext/LICENSE" "$ext/.vscodeignore" "$vstage/"
+cp -r "$ext/images" "$vstage/"
+cp "$ext/dist/extension.js" "$vstage/dist/"
+cp -r "$stage/bin" "$vstage/"
+cp -r "$stage/share/raggrep/models" "$stage/share/raggrep/runtime" "$vstage/share/raggrep/"
+cp THIRD_PARTY.md "$vstage/"
+chmod -R u=rwX,go=rX "$vstage"
+find "$vstage" -exec touch -h -d "@$epoch" {} +
+(cd "$vstage" && "$ext/node_modules/.bin/vsce" package --no-dependencies --allow-missing-repository \
+  --no-rewrite-relative-links --target linux-x64 --out "$repo/$vsix.tmp") >&2
+# vsce stamps the files it generates (manifest, readme, changelog) with the current time and
+# adds entries in the order its reads finish; one time and a sorted order (the two manifests
+# first, as vsce writes them) make two builds byte-identical.
+python3 - "$repo/$vsix.tmp" "$epoch" <<'PY'
+import sys, time, zipfile
+path, epoch = sys.argv[1], int(sys.argv[2])
+stamp = time.gmtime(max(epoch, 315532800))[:6]  # zip dates start in 1980
+with zipfile.ZipFile(path) as src:
+    entries = [(info, src.read(info)) for info in src.infolist()]
+manifests = ("extension.vsixmanifest", "[Content_Types].xml")
+entries.sort(key=lambda e: (e[0].filename not in manifests, manifests.index(e[0].filename) if e[0].filename in manifests else 0, e[0].filename))
+with zipfile.ZipFile(path, "w") as out:
+    for info, data in entries:
+        fixed = zipfile.ZipInfo(info.filename, stamp)
+        fixed.external_attr, fixed.create_system = info.external_attr, info.create_system
+        fixed.compress_type = info.compress_type
+        out.writestr(fixed, data, compresslevel=9)
+PY
+mv "$vsix.tmp" "$vsix"
+
 (cd dist && sha256sum -- *.tar.gz *.vsix 2>/dev/null >SHA256SUMS.tmp || true; mv SHA256SUMS.tmp SHA256SUMS)
-size="$(du -h "$tarball" | cut -f1)"
-echo "package: $repo/$tarball ($size; $(tar -tzf "$tarball" | wc -l) entries)" >&2
+echo "package: $repo/$tarball ($(du -h "$tarball" | cut -f1); $(tar -tzf "$tarball" | wc -l) entries)" >&2
+echo "package: $repo/$vsix ($(du -h "$vsix" | cut -f1))" >&2
 echo "$repo/$tarball"
+echo "$repo/$vsix"

@@ -46,12 +46,22 @@ client() {
   client_failed=$((client_failed + f))
   if [[ $rc -ne 0 && $f -eq 0 ]]; then client_failed=$((client_failed + 1)); fi
 }
+# The release tarball and the VS Code platform package around the debug binary (same layouts as
+# a release; scripts/package.sh), built once for the editor and install tests below.
+step "package: release tarball and platform .vsix (debug binary)"
+if packaged="$(bash scripts/package.sh --quick)"; then
+  export RAGGREP_TARBALL="$(grep '\.tar\.gz$' <<<"$packaged")"
+  export RAGGREP_PLATFORM_VSIX="$(grep '\.vsix$' <<<"$packaged")"
+else
+  echo "FAIL scripts/package.sh --quick" >&2
+  client_failed=$((client_failed + 1))
+fi
 # Fuzzing: each decoder target for 60 s from the seeds in fuzz/corpus (cargo-fuzz, nightly).
 client "fuzzing (cargo-fuzz, 60 s per target)" scripts/fuzz.sh
 client "Neovim client in a real headless Neovim 0.11" editors/nvim/test/run.sh
 client "Helix client in the real Helix 25.01 (tmux)" editors/helix/test/run.sh
-# VS Code: unit tests, the .vsix, then code-server 1.100 in headless Chromium (first run
-# installs Chromium and code-server, ~1-2 min; VSCODE_E2E=0 skips the browser part).
+# VS Code: unit tests, both .vsix, then the platform .vsix in code-server 1.100 in headless
+# Chromium (first run installs Chromium and code-server, ~1-2 min; VSCODE_E2E=0 skips the browser part).
 client "VS Code extension (unit + code-server/Chromium end to end)" editors/vscode/test/run.sh
 client "MCP server (official Python SDK, stdio and Streamable HTTP)" tests/mcp/run.sh
 client "MCP server (official MCP Inspector, CLI mode)" tests/mcp/inspector.sh
@@ -59,8 +69,7 @@ client "vector store interop with seed 002's stack (Python sqlite3 + PyPI sqlite
 # raggrep ask against a real LLM server: llama.cpp's llama-server built from the source vendored in
 # the crate llama-cpp-sys-2 (needs cmake; ~65 s once, cached), serving SmolLM2-135M.
 client "raggrep ask against a real llama-server (SmolLM2-135M on loopback)" tests/ask/run.sh
-# The release bundle (scripts/package.sh; here around the debug binary, same layout) installed
-# like a new user would: fresh HOME, no cargo/python/pip on PATH, proxies pointing nowhere.
+# The release tarball (packaged above) installed like a new user would: fresh HOME, no cargo/python/pip on PATH, proxies pointing nowhere.
 client "install test: the release bundle on a clean account, offline" tests/install/run.sh
 
 step "retrieval benchmark, quick mode (numbers sane and above the regression floors)"

@@ -6,16 +6,20 @@
 # M failed".
 #
 #   bash tests/install/run.sh [dist/raggrep-<version>-linux-x64[-debug].tar.gz]
-#   (no argument: builds the bundle around the debug binary first, `scripts/package.sh --quick`)
+#   (no argument: $RAGGREP_TARBALL, else the bundle built around the debug binary first with
+#   `scripts/package.sh --quick`)
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+if [[ $# -eq 0 && -n ${RAGGREP_TARBALL:-} ]]; then
+  set -- "$RAGGREP_TARBALL"
+fi
 if [[ $# -eq 0 ]]; then
   if ! built="$(bash scripts/package.sh --quick)"; then
     echo "FAIL  scripts/package.sh --quick"
     echo "0 passed, 1 failed"
     exit 1
   fi
-  set -- "$built"
+  set -- "$(grep '\.tar\.gz$' <<<"$built")"
 fi
 tarball="$(realpath "$1")"
 passed=0
