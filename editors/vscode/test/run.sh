@@ -3,17 +3,21 @@
 #
 #   bash editors/vscode/test/run.sh
 #
-# 1. build: npm ci, type check, esbuild bundle, `vsce package` → editors/vscode/raggrep.vsix;
-# 2. unit tests of the result mapping and server discovery (node --test);
-# 3. setup for the end-to-end test (test/setup-e2e.sh: Debian's chromium, code-server 4.100.3;
+# 1. build: npm ci, type check, esbuild bundle, `vsce package` → editors/vscode/raggrep.vsix
+#    (the extension without a server), and what `vsce ls` would ship;
+# 2. the platform package raggrep-linux-x64[-debug].vsix (scripts/package.sh: the extension with
+#    its own server, model and runtime): only the files it should ship, under 60 MB;
+# 3. unit tests of the result mapping and server discovery (node --test);
+# 4. setup for the end-to-end test (test/setup-e2e.sh: Debian's chromium, code-server 4.100.3;
 #    cached under $RAGGREP_HOME/tools, ~1.5 min the first time, ~0 s after);
-# 4. end-to-end: code-server with the .vsix installed, opened on a copy of tests/fixtures/polyglot
-#    in headless Chromium driven by playwright-core (test/e2e/e2e.mjs); screenshots in
-#    target/vscode-e2e/.
+# 5. end-to-end: code-server with the platform .vsix installed like a user would (no
+#    raggrep.server.path, no raggrep on PATH, an empty model cache), opened on a copy of
+#    tests/fixtures/polyglot in headless Chromium driven by playwright-core (test/e2e/e2e.mjs);
+#    screenshots in target/vscode-e2e/.
 # The last line is "N passed, M failed"; the exit code is non-zero on any failure.
 #
-# Environment: RAGGREP_BIN (server binary; default target/release/raggrep of this checkout; not
-# built here), RAGGREP_HOME (model cache; default ~/.cache/raggrep), VSCODE_E2E=0 (skip 3 and 4),
+# Environment: RAGGREP_PLATFORM_VSIX (the platform package; default: built here with
+# `scripts/package.sh --quick`), RAGGREP_HOME (model cache; default ~/.cache/raggrep), VSCODE_E2E=0 (skip 4 and 5),
 # E2E_TIMEOUT (seconds for the end-to-end run, 300), KEEP_TMP=1 (keep the temp workspace).
 set -uo pipefail
 
@@ -39,7 +43,6 @@ fail() {
 step() { printf -- '--- vscode: %s\n' "$*"; }
 
 export RAGGREP_HOME="${RAGGREP_HOME:-$HOME/.cache/raggrep}"
-bin="${RAGGREP_BIN:-$repo/target/release/raggrep}"
 cd "$ext" || exit 1
 node --version
 
@@ -59,7 +62,44 @@ else
   fail "type check, bundle and vsce package"
 fi
 rm -f /tmp/raggrep-vsce.$$.log
+# The server-less package ships the bundle, the manifest and the docs, nothing else.
+shipped="$(node_modules/.bin/vsce ls --no-dependencies 2>&1 | sort | tr '\n' ' ')"
+expected="CHANGELOG.md LICENSE README.md dist/extension.js images/find-similar.png images/icon.png images/semantic-search.png package.json "
+if [ "$shipped" = "$expected" ]; then
+  ok "vsce ls ships only the bundle, manifest, docs and images"
+else
+  fail "vsce ls: expected [$expected], got [$shipped]"
+fi
 echo "  build: $((SECONDS - t)) s"
+
+step "platform package (server, model and runtime inside)"
+t=$SECONDS
+platform_vsix="${RAGGREP_PLATFORM_VSIX:-}"
+if [ -z "$platform_vsix" ]; then
+  platform_vsix="$(bash "$repo/scripts/package.sh" --quick | grep '\.vsix$')"
+fi
+if [ -f "$platform_vsix" ]; then
+  entries="$(unzip -Z1 "$platform_vsix" | sort)"
+  unexpected="$(grep -vE '^(extension\.vsixmanifest|\[Content_Types\]\.xml|extension/(package\.json|readme\.md|changelog\.md|LICENSE\.txt|THIRD_PARTY\.md|dist/extension\.js|images/[a-z-]+\.png|bin/raggrep|share/raggrep/(models/all-minilm-l6-v2-int8|runtime/onnxruntime-[0-9.]+)/[^/]+))$' <<<"$entries")"
+  missing=""
+  for needed in extension/bin/raggrep extension/dist/extension.js extension/share/raggrep/models/all-minilm-l6-v2-int8/model.onnx \
+    extension/share/raggrep/models/all-minilm-l6-v2-int8/query-model.onnx extension/share/raggrep/models/all-minilm-l6-v2-int8/tokenizer.json \
+    extension/share/raggrep/models/all-minilm-l6-v2-int8/LICENSE extension/share/raggrep/runtime/onnxruntime-1.31.1/libonnxruntime.so.1.31.1; do
+    grep -qxF "$needed" <<<"$entries" || missing="$missing $needed"
+  done
+  if [ -z "$unexpected" ] && [ -z "$missing" ]; then
+    ok "the platform .vsix holds the extension, bin/raggrep, the model with its licence and the runtime, nothing else ($(wc -l <<<"$entries") entries)"
+  else
+    fail "platform .vsix contents: unexpected [${unexpected//$'\n'/ }], missing [$missing]"
+  fi
+  target="$(unzip -p "$platform_vsix" extension.vsixmanifest | grep -o 'TargetPlatform="[^"]*"')"
+  [ "$target" = 'TargetPlatform="linux-x64"' ] && ok "the platform .vsix targets linux-x64" || fail "platform .vsix target: [$target]"
+  size_mb=$(( $(stat -c %s "$platform_vsix") / 1000000 ))
+  [ "$size_mb" -lt 60 ] && ok "the platform .vsix is under 60 MB (${size_mb} MB)" || fail "the platform .vsix is ${size_mb} MB (budget 60 MB)"
+else
+  fail "no platform .vsix (scripts/package.sh --quick)"
+fi
+echo "  platform package: $((SECONDS - t)) s"
 
 step "unit tests"
 unit_log="$(mktemp)"
@@ -78,12 +118,8 @@ if [ "${VSCODE_E2E:-1}" = 0 ]; then
   echo "end-to-end test skipped (VSCODE_E2E=0)"
   finish
 fi
-if [ ! -f raggrep.vsix ]; then
-  fail "end-to-end test: no .vsix to install"
-  finish
-fi
-if [ ! -x "$bin" ]; then
-  fail "end-to-end test: raggrep binary not found at $bin (build it with cargo build --release, or set RAGGREP_BIN)"
+if [ ! -f "$platform_vsix" ]; then
+  fail "end-to-end test: no platform .vsix to install"
   finish
 fi
 
@@ -104,8 +140,8 @@ step "end-to-end: raggrep in VS Code 1.100.3 (code-server) in headless Chromium"
 t=$SECONDS
 results="$(mktemp)"
 CODE_SERVER_DIR="$code_server_dir" \
-  VSIX="$ext/raggrep.vsix" \
-  RAGGREP_BIN="$bin" \
+  VSIX="$platform_vsix" \
+  BUNDLED=1 \
   FIXTURE="$repo/tests/fixtures/polyglot" \
   ARTIFACTS="$repo/target/vscode-e2e" \
   RESULTS="$results" \

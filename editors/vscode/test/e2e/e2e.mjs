@@ -5,8 +5,10 @@
 //
 // CODE_SERVER_DIR  the setup's install directory (test/setup-e2e.sh prints it)
 // VSIX             the packaged extension
-// RAGGREP_BIN      the server binary (set as raggrep.server.path)
-// RAGGREP_HOME     the model cache (passed through to the server)
+// RAGGREP_BIN      the server binary (set as raggrep.server.path); not with BUNDLED=1
+// RAGGREP_HOME     the model cache (passed through to the server); not with BUNDLED=1
+// BUNDLED=1        VSIX is a platform package with its own server: no raggrep.server.path, no
+//                  raggrep on PATH, an empty model cache; the extension must run its bin/raggrep
 // FIXTURE          the workspace to copy (tests/fixtures/polyglot)
 // ARTIFACTS        where screenshots and logs go (kept after the run)
 // RESULTS          file that gets "<passed> <failed>"
@@ -27,8 +29,8 @@ const env = (name, fallback) => {
 };
 const codeServerDir = env('CODE_SERVER_DIR');
 const vsix = path.resolve(env('VSIX'));
-const serverBin = path.resolve(env('RAGGREP_BIN'));
-const raggrepHome = env('RAGGREP_HOME', path.join(os.homedir(), '.cache', 'raggrep'));
+const bundled = process.env.BUNDLED === '1';
+const serverBin = bundled ? undefined : path.resolve(env('RAGGREP_BIN'));
 const fixture = path.resolve(env('FIXTURE'));
 const artifacts = path.resolve(env('ARTIFACTS'));
 const resultsFile = process.env.RESULTS;
@@ -108,6 +110,8 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'raggrep-vscode-e2e-'));
 const ws = path.join(tmp, 'polyglot');
 fs.cpSync(fixture, ws, { recursive: true });
 fs.mkdirSync(path.join(ws, '.git')); // a project marker: the server indexes without asking
+const raggrepHome = bundled ? path.join(tmp, 'empty-raggrep-cache') : env('RAGGREP_HOME', path.join(os.homedir(), '.cache', 'raggrep'));
+fs.mkdirSync(raggrepHome, { recursive: true });
 const userData = path.join(tmp, 'user-data');
 const extensions = path.join(tmp, 'extensions');
 fs.mkdirSync(path.join(userData, 'User'), { recursive: true });
@@ -123,14 +127,14 @@ const userSettings = {
   'extensions.autoUpdate': false,
   'extensions.ignoreRecommendations': true,
   'git.enabled': false,
-  'raggrep.server.path': serverBin,
   'raggrep.logLevel': 'debug',
+  ...(bundled ? {} : { 'raggrep.server.path': serverBin }),
 };
 fs.writeFileSync(path.join(userData, 'User', 'settings.json'), JSON.stringify(userSettings, null, 2));
 // raggrep.server.path is machine-overridable: in a remote window (code-server is one) VS Code takes
 // it from the remote machine's settings, not from the user's.
 fs.mkdirSync(path.join(userData, 'Machine'), { recursive: true });
-fs.writeFileSync(path.join(userData, 'Machine', 'settings.json'), JSON.stringify({ 'raggrep.server.path': serverBin }, null, 2));
+fs.writeFileSync(path.join(userData, 'Machine', 'settings.json'), JSON.stringify(bundled ? {} : { 'raggrep.server.path': serverBin }, null, 2));
 
 // Isolated home and XDG directories; the model cache is passed explicitly.
 const childEnv = { ...process.env };
@@ -143,6 +147,9 @@ Object.assign(childEnv, {
   XDG_STATE_HOME: path.join(tmp, 'xdg', 'state'),
   RAGGREP_HOME: raggrepHome,
 });
+// A user who installed only the extension: no raggrep anywhere on PATH.
+const pathWithRaggrep = (childEnv.PATH ?? '').split(path.delimiter).filter((dir) => dir && fs.existsSync(path.join(dir, 'raggrep')));
+if (bundled) childEnv.PATH = (childEnv.PATH ?? '').split(path.delimiter).filter((dir) => !pathWithRaggrep.includes(dir)).join(path.delimiter);
 for (const d of [childEnv.HOME, childEnv.XDG_CONFIG_HOME, childEnv.XDG_DATA_HOME, childEnv.XDG_CACHE_HOME, childEnv.XDG_STATE_HOME]) {
   fs.mkdirSync(d, { recursive: true });
 }
@@ -157,6 +164,11 @@ async function main() {
   // Install the .vsix the way a user would.
   const installed = execFileSync(process.execPath, [entry, ...common, '--install-extension', vsix], { env: childEnv, encoding: 'utf8' });
   check('code-server installs the .vsix', /successfully installed/i.test(installed), installed.trim());
+  if (bundled) {
+    const shipped = fs.readdirSync(extensions).map((d) => path.join(extensions, d, 'bin', 'raggrep')).filter((f) => fs.existsSync(f));
+    check('the installed extension has its own executable bin/raggrep', shipped.length === 1 && (fs.statSync(shipped[0]).mode & 0o111) !== 0, shipped.join(', ') || '(none)');
+    check('no raggrep on the PATH code-server runs with', !childEnv.PATH.split(path.delimiter).some((dir) => dir && fs.existsSync(path.join(dir, 'raggrep'))), childEnv.PATH);
+  }
 
   const port = await freePort();
   const serverLog = fs.openSync(path.join(artifacts, 'code-server.log'), 'w');
@@ -210,6 +222,19 @@ async function main() {
   const barText = indexed ? (await counted.first().innerText()).trim() : await page.locator('.part.statusbar').innerText();
   if (!check('status bar shows the chunk count after indexing', indexed, `status bar: ${barText.replace(/\s+/g, ' ')}`)) return;
   note(`status bar: ${barText}`);
+  if (bundled) {
+    // The extension's output channel names the binary it started and how it found it.
+    let started = '';
+    for (const deadline = Date.now() + 10_000; !started && Date.now() < deadline; ) {
+      for (const log of outputLogs()) {
+        const line = fs.readFileSync(log, 'utf8').split('\n').find((l) => l.includes(' lsp (found via '));
+        if (line) started = line;
+      }
+      if (!started) await new Promise((r) => setTimeout(r, 200));
+    }
+    check('the extension started the server it ships (found via bundled, inside the extensions dir)', started.includes(`starting ${extensions}`) && started.includes('found via bundled'), started || '(no "starting … lsp" line in the output channel)');
+    check('the model cache stayed empty: model and runtime came from the extension', fs.readdirSync(raggrepHome).filter((f) => f !== 'embeddings.sqlite' && !f.startsWith('embeddings.sqlite-')).length === 0, fs.readdirSync(raggrepHome).join(', '));
+  }
 
   const palette = async (command) => {
     await page.keyboard.press('F1');
