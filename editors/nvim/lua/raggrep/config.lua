@@ -5,7 +5,10 @@ local M = {}
 M.setting_keys = { 'enabled', 'include', 'exclude', 'maxFileSize', 'memoryBudgetMb', 'modelDir', 'defaultK', 'logLevel' }
 
 M.defaults = {
+  -- Without cmd or bundle: the server of the release bundle this plugin came in, else PATH's.
   cmd = { 'raggrep', 'lsp' },
+  -- A release bundle's directory (where the tarball unpacked, holding bin/raggrep): its server.
+  bundle = nil,
   -- Extra environment for the server, e.g. { RAGGREP_HOME = '/path/to/cache' }.
   cmd_env = nil,
   -- Languages raggrep indexes (plus docs/config formats); the server indexes the whole
@@ -39,7 +42,31 @@ M.defaults = {
   method = 'auto',
 }
 
+--- The release bundle this plugin was unpacked in (its files are <bundle>/share/raggrep/nvim/…),
+--- or nil. Resolved through links: a package dir linked to the bundle's copy counts.
+M.plugin_bundle = (function()
+  local file = vim.uv.fs_realpath((debug.getinfo(1, 'S').source:gsub('^@', '')))
+  local root = file and vim.fs.dirname(vim.fs.dirname(vim.fs.dirname(file)))
+  return root and root:match('^(.*)/share/raggrep/nvim$') or nil
+end)()
+
+local function bundle_bin(bundle)
+  return vim.fs.joinpath(bundle, 'bin', 'raggrep')
+end
+
+--- cmd when the user gave neither cmd nor bundle, and where it came from (for :checkhealth):
+--- the bundle's own server when the plugin came in one (no PATH needed), else PATH's `raggrep`.
+local function default_cmd()
+  if M.plugin_bundle and vim.fn.executable(bundle_bin(M.plugin_bundle)) == 1 then
+    return { bundle_bin(M.plugin_bundle), 'lsp' }, 'plugin'
+  end
+  return vim.deepcopy(M.defaults.cmd), 'path'
+end
+
 M.options = vim.deepcopy(M.defaults)
+--- Where options.cmd came from: 'cmd' or 'bundle' (setup options), 'plugin' (the plugin's
+--- bundle) or 'path'.
+M.options.cmd, M.cmd_origin = default_cmd()
 
 --- Neovim 0.11+ APIs (vim.lsp.config, client:method(), vim.validate(name, …)). The test sets
 --- g:raggrep_compat_010 to run the 0.10 code paths (which 0.11 still accepts) on 0.11.
@@ -123,7 +150,7 @@ function M.set(user)
     elseif key == 'settings' then
       validate('settings', value, 'table')
       settings = vim.tbl_extend('force', settings, value)
-    elseif M.defaults[key] ~= nil or key == 'cmd_env' or key == 'root_dir' or key == 'k' then
+    elseif M.defaults[key] ~= nil or key == 'cmd_env' or key == 'root_dir' or key == 'k' or key == 'bundle' then
       opts[key] = value
     else
       error(('raggrep: unknown option %q'):format(key), 0)
@@ -131,6 +158,20 @@ function M.set(user)
   end
   opts.settings = settings
 
+  local origin = 'cmd'
+  validate('bundle', opts.bundle, 'string', true)
+  if opts.bundle then
+    if user.cmd then
+      error('raggrep: give cmd or bundle, not both', 0)
+    end
+    local bin = bundle_bin(vim.fs.normalize(vim.fn.fnamemodify(opts.bundle, ':p')))
+    if vim.fn.executable(bin) == 0 then
+      error(('raggrep: bundle %s has no executable bin/raggrep (%s); give the directory the release tarball unpacked to'):format(opts.bundle, bin), 0)
+    end
+    opts.cmd, origin = { bin, 'lsp' }, 'bundle'
+  elseif not user.cmd then
+    opts.cmd, origin = default_cmd()
+  end
   validate('cmd', opts.cmd, function(v) return list_of_strings(v) and #v > 0 end, false, 'non-empty list of strings')
   validate('cmd_env', opts.cmd_env, 'table', true)
   validate('filetypes', opts.filetypes, list_of_strings, false, 'list of filetypes')
@@ -145,7 +186,7 @@ function M.set(user)
     error("raggrep: method = 'enable' needs Neovim 0.11 (vim.lsp.config)", 0)
   end
   M.validate_settings(settings)
-  M.options = opts
+  M.options, M.cmd_origin = opts, origin
   return opts
 end
 

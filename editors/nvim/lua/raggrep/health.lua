@@ -2,7 +2,7 @@
 local M = {}
 
 local health = vim.health
-local FIX = 'run `bash scripts/bootstrap.sh` from a raggrep checkout, or use the release bundle (its share/raggrep sits beside bin/)'
+local BUNDLE = "the release bundle: unpack raggrep-<version>-linux-x64.tar.gz and call setup{ bundle = '/path/to/raggrep-<version>-linux-x64' } (or put its bin/ on PATH)"
 local DEFAULT_MODEL = 'all-minilm-l6-v2-int8'
 
 --- An environment variable as the server will see it (cmd_env first), nil when empty.
@@ -53,6 +53,16 @@ local function shipped_or_cached(cache, ...)
   return vim.fs.joinpath(cache, ...)
 end
 
+--- How to get the model and runtime: where the server already runs from a bundle, that bundle
+--- is incomplete; otherwise a bundle or the cache has to provide them.
+local function asset_fix()
+  local bundle = bundle_dir()
+  if bundle then
+    return { 'unpack the release tarball again: ' .. bundle .. ' is incomplete', 'or run `bash scripts/bootstrap.sh` from a raggrep checkout (fills the cache)' }
+  end
+  return { 'use ' .. BUNDLE, 'or run `bash scripts/bootstrap.sh` from a raggrep checkout (fills the cache)' }
+end
+
 local function is_file(path)
   return vim.fn.filereadable(path) == 1
 end
@@ -78,13 +88,29 @@ end
 
 local function check_binary()
   health.start('raggrep: server binary')
-  local cmd = require('raggrep.config').options.cmd
+  local config = require('raggrep.config')
+  local cmd, origin = config.options.cmd, config.cmd_origin
+  local from = ({
+    cmd = 'setup{ cmd }',
+    bundle = 'setup{ bundle = ' .. tostring(config.options.bundle) .. ' }',
+    plugin = 'the release bundle this plugin is in, ' .. tostring(config.plugin_bundle),
+    path = 'PATH',
+  })[origin]
   local exe = vim.fn.exepath(cmd[1])
   if exe == '' then
-    health.error(('`%s` not found (not executable or not on PATH)'):format(cmd[1]), {
-      'build it: cargo build --release (in the raggrep checkout), then put target/release on PATH',
-      "or point setup{ cmd = { '/path/to/raggrep', 'lsp' } } at it",
-    })
+    local fix = ({
+      cmd = 'correct setup{ cmd }, or leave it out to use the release bundle or PATH',
+      bundle = 'unpack the release tarball again there, or correct setup{ bundle }',
+      plugin = 'unpack the release tarball again (its bin/raggrep is gone)',
+    })[origin] or {
+      'use ' .. BUNDLE,
+      "or build it (cargo build --release in the raggrep checkout) and put target/release on PATH or in setup{ cmd = { '/path/to/raggrep', 'lsp' } }",
+    }
+    if origin == 'path' and config.plugin_bundle then
+      -- The plugin came in a bundle without a server: PATH was only the fallback.
+      fix = { 'unpack the release tarball again: ' .. config.plugin_bundle .. ' has no executable bin/raggrep' }
+    end
+    health.error(('`%s` not found (not executable or not on PATH; from %s)'):format(cmd[1], from), fix)
     return
   end
   local ok, result = pcall(function()
@@ -95,7 +121,7 @@ local function check_binary()
     return
   end
   health.ok(('%s: %s'):format(exe, vim.trim(result.stdout or '')))
-  health.info('command: ' .. table.concat(cmd, ' '))
+  health.info(('command: %s (from %s)'):format(table.concat(cmd, ' '), from))
 end
 
 local function check_assets()
@@ -120,9 +146,9 @@ local function check_assets()
     end
   end
   if vim.fn.isdirectory(model_dir) == 0 then
-    health.error('model directory not found: ' .. model_dir, { FIX, 'or set settings.modelDir / RAGGREP_MODEL_DIR' })
+    health.error('model directory not found: ' .. model_dir, vim.list_extend(asset_fix(), { 'or set settings.modelDir / RAGGREP_MODEL_DIR' }))
   elseif #missing > 0 then
-    health.error(('model directory %s has no %s'):format(model_dir, table.concat(missing, ', ')), FIX)
+    health.error(('model directory %s has no %s'):format(model_dir, table.concat(missing, ', ')), asset_fix())
   else
     health.ok('model: ' .. model_dir)
   end
@@ -135,7 +161,7 @@ local function check_assets()
   if is_file(ort) then
     health.ok('ONNX Runtime: ' .. ort)
   else
-    health.error('ONNX Runtime library not found: ' .. ort, { FIX, 'or set ORT_DYLIB_PATH' })
+    health.error('ONNX Runtime library not found: ' .. ort, vim.list_extend(asset_fix(), { 'or set ORT_DYLIB_PATH' }))
   end
 end
 
