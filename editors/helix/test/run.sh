@@ -23,6 +23,7 @@
 # server no root. See README.md, "Test". The last line is "N passed, M failed".
 #
 # Environment: RAGGREP_BIN (server binary; default target/release/raggrep of this checkout),
+# RAGGREP_TARBALL (a release tarball: its binary, snippet and model instead, with an empty cache),
 # RAGGREP_HOME (model cache; default ~/.cache/raggrep), HELIX_TEST_TIMEOUT (seconds each wait may
 # take, default 60), KEEP_TMP=1 (keep the temporary workspaces and Helix logs). Screens are saved to
 # target/helix-e2e/.
@@ -196,6 +197,29 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# With RAGGREP_TARBALL (the test command sets it): the release tarball unpacked, the snippet it
+# ships (share/raggrep/helix/languages.toml) with `command` set to the bundle's binary, as its
+# comment says, and an empty model cache: what a user of the tarball has.
+snippet="$client/languages.toml"
+# What `hx --health` lists for the server: "<command>: <resolved path>".
+health_line="  ✓ raggrep: $tmp/bin/raggrep"
+helix_raggrep_home="$RAGGREP_HOME"
+if [ -n "${RAGGREP_TARBALL:-}" ]; then
+  mkdir -p "$tmp/opt" "$tmp/empty-cache"
+  tar -xzf "$RAGGREP_TARBALL" -C "$tmp/opt" || fail_setup "cannot unpack $RAGGREP_TARBALL"
+  bundle="$(ls -d "$tmp"/opt/raggrep-*-linux-x64)"
+  bin="$bundle/bin/raggrep"
+  health_line="  ✓ $bin: $bin"
+  helix_raggrep_home="$tmp/empty-cache"
+  snippet="$tmp/languages.toml"
+  sed "s|^command = \"raggrep\" |command = \"$bin\" |" "$bundle/share/raggrep/helix/languages.toml" >"$snippet"
+  if grep -q "^command = \"$bin\"" "$snippet"; then
+    ok "the release tarball's Helix snippet, pointed at its bin/raggrep (empty model cache)"
+  else
+    not_ok "the tarball's share/raggrep/helix/languages.toml has no 'command = \"raggrep\"' line to point at the bundle"
+  fi
+fi
+
 # The server on PATH as `raggrep`, the name the snippet uses. PATH holds nothing else but sh (for
 # :sh), so the languages' usual servers are "not found" wherever the test runs (Helix still starts
 # raggrep).
@@ -205,10 +229,10 @@ ln -s "$(command -v sh)" "$tmp/bin/sh"
 # An isolated home with the project's snippet as the user's languages.toml.
 home="$tmp/home"
 mkdir -p "$home/.config/helix" "$home/.cache" "$home/.local/share" "$home/.local/state"
-cp "$client/languages.toml" "$home/.config/helix/languages.toml"
+cp "$snippet" "$home/.config/helix/languages.toml"
 helix_env=(HOME="$home" XDG_CONFIG_HOME="$home/.config" XDG_CACHE_HOME="$home/.cache"
   XDG_DATA_HOME="$home/.local/share" XDG_STATE_HOME="$home/.local/state" PATH="$tmp/bin"
-  RAGGREP_HOME="$RAGGREP_HOME" LANG=C.UTF-8)
+  RAGGREP_HOME="$helix_raggrep_home" LANG=C.UTF-8)
 hx_() { env -i "${helix_env[@]}" TERM=xterm-256color "$tmp/bin/hx" "$@"; }
 strip_ansi() { sed 's/\x1b\[[0-9;]*m//g'; }
 
@@ -226,7 +250,7 @@ for lang in "${LANGUAGES[@]}"; do
   # The "Configured language servers:" block: one "  ✓ name: path" or "  ✘ name: ..." per server.
   servers="$(awk '/^Configured language servers:/ { on = 1; next } on && /^  / { print; next } { on = 0 }' <<<"$health")"
   last="$(tail -n 1 <<<"$servers")"
-  if [ "$last" = "  ✓ raggrep: $tmp/bin/raggrep" ] && [ "$(wc -l <<<"$servers")" -ge 2 ]; then
+  if [ "$last" = "$health_line" ] && [ "$(wc -l <<<"$servers")" -ge 2 ]; then
     ok "hx --health $lang: raggrep found, after $(head -n -1 <<<"$servers" | sed 's/^  [^ ]* \([^:]*\):.*/\1/' | paste -sd, -)"
   else
     not_ok "hx --health $lang: raggrep not listed last and found"
