@@ -84,14 +84,15 @@ trap '[ "${KEEP_TMP:-0}" = 1 ] || rm -rf "$tmp"' EXIT
 tar -xzf "$tarball" -C "$tmp" || fail_setup "cannot unpack $tarball"
 bundle="$(echo "$tmp"/raggrep-*-linux-x64)"
 [ -x "$bundle/bin/raggrep" ] && [ -d "$bundle/share/raggrep/nvim" ] || fail_setup "$tarball has no bin/raggrep or share/raggrep/nvim"
-# The bundle's copy of the plugin is what scripts/package.sh copies from editors/nvim; a tarball
-# built before the last plugin change has an older one, so test this checkout's in its place.
-if ! diff -rq "$plugin/lua" "$bundle/share/raggrep/nvim/lua" >/dev/null || ! diff -rq "$plugin/plugin" "$bundle/share/raggrep/nvim/plugin" >/dev/null \
-  || ! diff -rq "$plugin/lsp" "$bundle/share/raggrep/nvim/lsp" >/dev/null; then
-  echo "note: the tarball's share/raggrep/nvim differs from editors/nvim (packaged before a change); testing the checkout's copy in the bundle"
-  rm -rf "$bundle/share/raggrep/nvim"
-  mkdir -p "$bundle/share/raggrep/nvim"
-  cp -r "$plugin/lua" "$plugin/plugin" "$plugin/lsp" "$plugin/README.md" "$bundle/share/raggrep/nvim/"
+# The bundle's copy of the plugin must be the checkout's: a difference is a packaging bug, or a
+# tarball built before the last plugin change (rebuild it with scripts/package.sh --quick).
+if diff -rq "$plugin/lua" "$bundle/share/raggrep/nvim/lua" >/dev/null && diff -rq "$plugin/plugin" "$bundle/share/raggrep/nvim/plugin" >/dev/null \
+  && diff -rq "$plugin/lsp" "$bundle/share/raggrep/nvim/lsp" >/dev/null; then
+  echo "ok   the tarball's share/raggrep/nvim is this checkout's editors/nvim"
+  passed=$((passed + 1))
+else
+  echo "FAIL the tarball's share/raggrep/nvim differs from editors/nvim (stale $tarball? rebuild: bash scripts/package.sh --quick)"
+  failed=$((failed + 1))
 fi
 # The same bundle without its model and runtime (hard links), for the missing-pieces report.
 partial="$tmp/partial-bundle"
