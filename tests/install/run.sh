@@ -121,6 +121,16 @@ send({"jsonrpc": "2.0", "method": "exit"})
 assert proc.wait(timeout=30) == 0
 PY
 
+# A Rust user's `cargo install`: the binary alone, no share/raggrep beside it, an empty cache.
+# Every command must say in one line where the model and runtime come from, and touch nothing.
+mkdir -p "$home/.cargo/bin"
+cp "$bin" "$home/.cargo/bin/raggrep"
+user sh -c "cd '$home/project' && '$home/.cargo/bin/raggrep' query 'multiply two matrices'" >"$work/out" 2>"$work/err"
+rc=$?
+detail="rc=$rc stdout=[$(cat "$work/out")] stderr=[$(cat "$work/err")]"
+check "the binary alone (cargo install) fails with one line naming the bootstrap and the bundle's share/raggrep" \
+  bash -c "[[ $rc -ne 0 && ! -s '$work/out' && \$(wc -l <'$work/err') -eq 1 ]] && grep -q 'scripts/bootstrap.sh' '$work/err' && grep -q 'share/raggrep' '$work/err'"
+
 size=$(du -h "$tarball" | cut -f1)
 unpacked_size=$(du -sh "$home/opt/raggrep" | cut -f1)
 echo "      bundle: $size packed, $unpacked_size unpacked; unpack + first index of the fixture: ${seconds} s" >&2
