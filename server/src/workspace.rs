@@ -72,6 +72,15 @@ impl Settings {
     }
 }
 
+/// The user's config file: `$XDG_CONFIG_HOME/raggrep/config.toml` (`~/.config/…`).
+pub fn user_config_file() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))?;
+    Some(base.join("raggrep").join("config.toml"))
+}
+
 /// Per-project settings persisted in `.raggrep/config.toml`: the user's answer to "index this
 /// workspace?" and the on/off toggle.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

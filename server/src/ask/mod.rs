@@ -66,13 +66,9 @@ impl LlmSettings {
         }
     }
 
-    /// The user's config file: `$XDG_CONFIG_HOME/raggrep/config.toml` (`~/.config/…`).
+    /// The user's config file ([`crate::workspace::user_config_file`]).
     pub fn user_file() -> Option<PathBuf> {
-        let base = std::env::var_os("XDG_CONFIG_HOME")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))?;
-        Some(base.join("raggrep").join("config.toml"))
+        crate::workspace::user_config_file()
     }
 }
 

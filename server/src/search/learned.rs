@@ -132,6 +132,20 @@ fn list_features(list: &[(usize, f32)]) -> HashMap<usize, (f32, f32)> {
         .collect()
 }
 
+/// What the features read of one candidate chunk, wherever it is stored (a local snapshot, a
+/// team index in PostgreSQL).
+pub struct ChunkFacts<'a> {
+    pub path: &'a str,
+    /// Which file the chunk is in, for file-level evidence: its path, or repository and path
+    /// where several repositories share one store.
+    pub file: &'a str,
+    pub kind: ChunkKind,
+    pub symbol: &'a str,
+    pub container: &'a str,
+    pub start_line: u32,
+    pub end_line: u32,
+}
+
 /// The candidates of a hybrid query (the union of both rankings) with their features.
 pub fn candidates(
     snapshot: &Snapshot,
@@ -139,6 +153,34 @@ pub fn candidates(
     query: &str,
     dense: &[(usize, f32)],
     lexical: &[(usize, f32)],
+) -> Vec<Candidate> {
+    let facts = |index: usize| {
+        snapshot.chunk(index).map(|c| ChunkFacts {
+            path: c.path,
+            file: c.path,
+            kind: c.kind,
+            symbol: c.symbol,
+            container: c.container,
+            start_line: c.start_line,
+            end_line: c.end_line,
+        })
+    };
+    // A lexical-only candidate still has a cosine: its stored vector says how close it is.
+    let stored_cosine = |index: usize| match vector {
+        Some(v) => snapshot.chunk_vector(index).map_or(0.0, |c| c.dot(v)),
+        None => 0.0,
+    };
+    candidates_from(query, dense, lexical, facts, stored_cosine)
+}
+
+/// [`candidates`] over any store: `facts` describes a candidate (`None`: gone, skipped) and
+/// `stored_cosine` gives the cosine of one the dense ranking did not return.
+pub fn candidates_from<'a>(
+    query: &str,
+    dense: &[(usize, f32)],
+    lexical: &[(usize, f32)],
+    facts: impl Fn(usize) -> Option<ChunkFacts<'a>>,
+    stored_cosine: impl Fn(usize) -> f32,
 ) -> Vec<Candidate> {
     let dense_features = list_features(dense);
     let lexical_features = list_features(lexical);
@@ -150,17 +192,10 @@ pub fn candidates(
     ids.dedup();
     let mut out: Vec<(Candidate, &str)> = Vec::with_capacity(ids.len());
     for chunk_index in ids {
-        let Some(chunk) = snapshot.chunk(chunk_index) else { continue };
+        let Some(chunk) = facts(chunk_index) else { continue };
         let (dense_mm, dense_rr) = dense_features.get(&chunk_index).copied().unwrap_or((0.0, 0.0));
         let (lex_mm, lex_rr) = lexical_features.get(&chunk_index).copied().unwrap_or((0.0, 0.0));
-        // A lexical-only candidate still has a cosine: its stored vector says how close it is.
-        let cosine = match cosines.get(&chunk_index) {
-            Some(&c) => c,
-            None => match vector {
-                Some(v) => snapshot.chunk_vector(chunk_index).map_or(0.0, |c| c.dot(v)),
-                None => 0.0,
-            },
-        };
+        let cosine = cosines.get(&chunk_index).copied().unwrap_or_else(|| stored_cosine(chunk_index));
         let symbol = format!("{} {}", chunk.container, chunk.symbol);
         let lines = chunk.end_line.saturating_sub(chunk.start_line) + 1;
         let is_container = matches!(
@@ -193,7 +228,7 @@ pub fn candidates(
                     f32::from(u8::from(!wants_tests && crate::lang::is_test_like(chunk.path))),
                 ],
             },
-            chunk.path,
+            chunk.file,
         ));
     }
     // File-level evidence: the best cosine and lexical score among the file's candidates.

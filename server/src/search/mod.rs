@@ -384,8 +384,6 @@ pub fn fuse(dense: &[(usize, f32)], lexical: &[(usize, f32)], fusion: Fusion) ->
 
 /// The first lines of a chunk, read from the file now (a changed file shows its current text).
 fn snippet(snapshot: &Snapshot, chunk_index: usize) -> String {
-    const MAX_LINES: usize = 6;
-    const MAX_CHARS: usize = 480;
     let Some(chunk) = snapshot.chunk(chunk_index) else {
         return String::new();
     };
@@ -393,13 +391,19 @@ fn snippet(snapshot: &Snapshot, chunk_index: usize) -> String {
     let Ok(text) = std::fs::read_to_string(&path) else {
         return String::new();
     };
-    let lines: Vec<&str> = text
-        .lines()
-        .skip(chunk.start_line.saturating_sub(1) as usize)
-        .take((chunk.end_line + 1 - chunk.start_line) as usize)
-        .collect();
+    snippet_of(
+        text.lines()
+            .skip(chunk.start_line.saturating_sub(1) as usize)
+            .take((chunk.end_line + 1 - chunk.start_line) as usize),
+    )
+}
+
+/// A result's snippet: its first lines, cut at a size a list can show.
+pub fn snippet_of<'a>(lines: impl Iterator<Item = &'a str>) -> String {
+    const MAX_LINES: usize = 6;
+    const MAX_CHARS: usize = 480;
     let mut out = String::new();
-    for line in lines.iter().take(MAX_LINES) {
+    for line in lines.take(MAX_LINES) {
         if out.len() + line.len() > MAX_CHARS {
             let room = MAX_CHARS.saturating_sub(out.len());
             let mut cut = room.min(line.len());
