@@ -21,6 +21,7 @@ pub mod mcp;
 pub mod search;
 pub mod stdio;
 pub mod symbols;
+pub mod team;
 pub mod vectordb;
 pub mod walk;
 pub mod wire;

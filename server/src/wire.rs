@@ -42,6 +42,9 @@ pub struct Hit {
     /// The root the path is relative to; set when a door serves several roots.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub root: Option<String>,
+    /// The repository (`remote@branch`) the path is in: a hit of the team index.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repo: Option<String>,
     /// The file changed on disk since this hit was indexed (MCP).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stale: Option<bool>,
@@ -72,6 +75,29 @@ impl Hit {
             score: (f64::from(h.score) * 1000.0).round() / 1000.0,
             snippet: h.snippet.clone(),
             root: None,
+            repo: None,
+            stale: None,
+            uri: None,
+            range: None,
+        }
+    }
+}
+
+impl Hit {
+    /// A hit of the team index (`query --from`).
+    pub fn from_team(h: &crate::team::search::TeamHit) -> Hit {
+        Hit {
+            location: location(&h.path, h.start_line, h.end_line),
+            path: Some(h.path.clone()),
+            start_line: Some(h.start_line),
+            end_line: Some(h.end_line),
+            symbol: h.symbol.clone(),
+            kind: h.kind,
+            language: h.language,
+            score: (f64::from(h.score) * 1000.0).round() / 1000.0,
+            snippet: h.snippet.clone(),
+            root: None,
+            repo: Some(h.repo.clone()),
             stale: None,
             uri: None,
             range: None,
@@ -524,6 +550,31 @@ mod tests {
             partial: false,
             degraded: None,
             results: vec![Hit::new(&root_hit(), false)],
+            budget: None,
+            k_capped: None,
+        };
+        insta::assert_json_snapshot!(response);
+    }
+
+    #[test]
+    fn search_response_from_the_team_index() {
+        let hit = crate::team::search::TeamHit {
+            repo: "github.com/acme/api@main".into(),
+            path: "src/auth/token.rs".into(),
+            start_line: 12,
+            end_line: 30,
+            score: 0.734_56,
+            symbol: Some("TokenValidator::validate".into()),
+            kind: ChunkKind::Method,
+            language: Language::Rust,
+            snippet: "pub fn validate(&self, token: &str) -> Result<Claims> {".into(),
+        };
+        let response = SearchResponse {
+            query: "where are API tokens validated".into(),
+            took_ms: 4.2,
+            partial: false,
+            degraded: None,
+            results: vec![Hit::from_team(&hit)],
             budget: None,
             k_capped: None,
         };

@@ -93,6 +93,10 @@ pub struct ProjectConfig {
     /// written, so saving the toggle keeps it even when it does not parse.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub llm: Option<toml::Value>,
+    /// Where the team index is (`[team] url`, [`crate::team::configured_url`] reads it): kept
+    /// as written, like `llm`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub team: Option<toml::Value>,
 }
 
 impl ProjectConfig {

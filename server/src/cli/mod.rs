@@ -12,6 +12,7 @@ mod ask;
 mod db;
 mod output;
 mod progress;
+mod team;
 
 use crate::audit::{self, Door};
 use crate::chunk::{ChunkConfig, chunk_file};
@@ -86,7 +87,21 @@ enum Command {
         /// Exact vector scan instead of the HNSW graph.
         #[arg(long)]
         exact: bool,
+        /// Search the team index (PostgreSQL + pgvector) at this URL instead of the local index,
+        /// e.g. postgres://dev@db.internal/code (password in PGPASSWORD).
+        #[arg(long, value_name = "URL")]
+        from: Option<String>,
+        /// Search the configured team index: $RAGGREP_TEAM_URL, then `[team] url` in
+        /// .raggrep/config.toml or ~/.config/raggrep/config.toml.
+        #[arg(long, conflicts_with = "from")]
+        team: bool,
+        /// With --from or --team: only repositories whose name (remote@branch) matches this glob.
+        #[arg(long, value_name = "GLOB")]
+        repo: Option<String>,
     },
+    /// Push the workspace's index to the team index (PostgreSQL + pgvector), sending only what
+    /// changed since the last push of this repository and branch.
+    Push(team::PushArgs),
     /// Show what the index holds.
     Status {
         #[command(flatten)]
@@ -280,9 +295,24 @@ fn dispatch(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Command::Query { query, location, k, json, mode, language, path_glob, min_score, exact } => {
+        Command::Query { query, location, k, json, mode, language, path_glob, min_score, exact, from, team, repo } => {
             let mode =
                 Mode::parse(&mode).with_context(|| format!("unknown --mode {mode:?}: use hybrid, dense or lexical"))?;
+            if repo.is_some() && from.is_none() && !team {
+                anyhow::bail!("--repo filters the team index: add --from URL or --team");
+            }
+            if from.is_some() || team {
+                if language.is_some() || path_glob.is_some() || min_score.is_some() || exact || query == "-" {
+                    anyhow::bail!(
+                        "the team index takes a single query with -k, --mode, --json and --repo (--lang, --path, --min-score, --exact and `-` are local-only)"
+                    );
+                }
+                let url = from.unwrap_or_default();
+                let location = IndexLocation::new(&location.root, location.index_dir.as_deref())?;
+                let args =
+                    team::FromArgs { url: &url, repo_glob: repo, location: &location, text: &query, k, mode, json };
+                return team::query(args, model, ort);
+            }
             let language = match language {
                 Some(name) => Some(Language::from_name(&name).with_context(|| format!("unknown --lang {name:?}"))?),
                 None => None,
@@ -308,6 +338,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Files { path } => cmd_files(&path),
         Command::Db(args) => db::run(args, model, ort),
         Command::Ask(args) => ask::run(*args, model, ort),
+        Command::Push(args) => team::push(args, model, ort),
     }
 }
 

@@ -568,6 +568,33 @@ impl Snapshot {
             .collect()
     }
 
+    /// The key of the text the model embedded for a chunk (the machine-wide cache's key:
+    /// xxh3-128 of model input); `None` while the chunk is not embedded.
+    pub fn embedding_key(&self, index: usize) -> Option<u128> {
+        let m = self.manifest.get();
+        let slot = m.chunks.get(index)?.slot.to_native();
+        if slot == NO_SLOT {
+            return None;
+        }
+        let key = m.slot_keys.get(slot as usize)?;
+        Some(join_hash([key[0].to_native(), key[1].to_native()]))
+    }
+
+    /// How the chunks were made ([`crate::chunk::recipe`]).
+    pub fn recipe(&self) -> &str {
+        self.manifest.get().recipe.as_str()
+    }
+
+    /// Indexed files with the content hash of the text that was chunked: (path, hash).
+    pub fn file_hashes(&self) -> Vec<(String, u128)> {
+        self.manifest
+            .get()
+            .files
+            .iter()
+            .map(|f| (f.path.as_str().to_string(), join_hash([f.hash[0].to_native(), f.hash[1].to_native()])))
+            .collect()
+    }
+
     /// Indexed files: (path, language, chunk count).
     pub fn files(&self) -> Vec<(String, Language, usize)> {
         self.manifest
