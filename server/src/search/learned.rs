@@ -90,7 +90,8 @@ const STOPWORDS: &[&str] = &[
     "each",
 ];
 
-fn content_words(text: &str) -> Vec<String> {
+/// The query's words that can say something about code: its code tokens without stop words.
+pub fn content_words(text: &str) -> Vec<String> {
     let mut words: Vec<String> = code_tokens(text)
         .into_iter()
         .map(|(_, _, t)| t)

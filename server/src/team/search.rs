@@ -132,20 +132,28 @@ pub fn search(
     }
     let mut lexical: Vec<(usize, f32)> = Vec::new();
     if query.mode != Mode::Dense && !terms.is_empty() {
+        // Ranked first, over the matches alone; the cosine (a 384-d distance) and the content are
+        // read for the kept rows only.
         let cosine = match &vector {
             Some(_) => "(1 - (c.embedding <=> $4::text::vector))::real",
             None => "0::real",
         };
         let sql = format!(
-            "SELECT r.name, e.path, e.start_line, e.end_line, e.kind, e.symbol, e.container, c.content, {cosine},
-                    ts_rank(c.terms, q, 1) AS rank
-             FROM raggrep.chunk c
-             JOIN raggrep.entry e ON e.chunk_key = c.key
-             JOIN raggrep.repo r ON r.id = e.repo_id,
-             to_tsquery('simple', $1) q
-             WHERE c.terms @@ q AND r.name LIKE $2
-             ORDER BY rank DESC, e.path, e.start_line
-             LIMIT $3"
+            "WITH matched AS MATERIALIZED (
+                 SELECT e.repo_id, e.path, e.start_line, e.end_line, e.kind, e.symbol, e.container, e.chunk_key,
+                        ts_rank(c.terms, q, 1) AS rank
+                 FROM raggrep.chunk c
+                 JOIN raggrep.entry e ON e.chunk_key = c.key
+                 JOIN raggrep.repo r ON r.id = e.repo_id,
+                 to_tsquery('simple', $1) q
+                 WHERE c.terms @@ q AND r.name LIKE $2
+                 ORDER BY rank DESC, e.path, e.start_line
+                 LIMIT $3)
+             SELECT r.name, m.path, m.start_line, m.end_line, m.kind, m.symbol, m.container, c.content, {cosine}, m.rank
+             FROM matched m
+             JOIN raggrep.chunk c ON c.key = m.chunk_key
+             JOIN raggrep.repo r ON r.id = m.repo_id
+             ORDER BY m.rank DESC, m.path, m.start_line"
         );
         let found = match &vector {
             Some(v) => tx.query(&sql, &[&terms, &pattern, &limit, v]),
@@ -237,10 +245,12 @@ fn symbol_path(row: &Row) -> Option<String> {
     })
 }
 
-/// The query's code tokens as a full-text query matching any of them (as BM25 scores any term),
-/// each quoted so no character of the query is read as tsquery syntax.
+/// The query's content words as a full-text query matching any of them (as BM25 scores any
+/// term), each quoted so no character of the query is read as tsquery syntax. Stop words are left
+/// out: PostgreSQL's ranking has no inverse document frequency to discount them, and they would
+/// match nearly every chunk.
 fn tsquery(text: &str) -> String {
-    crate::index::query_terms(text)
+    learned::content_words(text)
         .iter()
         .filter(|t| !t.is_empty())
         .map(|t| format!("'{}'", t.replace('\\', "\\\\").replace('\'', "''")))
