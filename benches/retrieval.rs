@@ -10,7 +10,10 @@
 //! are made on TUNE, TEST is only reported). `--data DIR` reads another dataset of the same
 //! format (e.g. `scripts/training/build_fusion_data.sh`'s training packages), and
 //! `--dump-features FILE` writes every query's hybrid candidates with the learned fusion's
-//! features as JSON lines, for `scripts/training/fit_fusion.py`.
+//! features as JSON lines, for `scripts/training/fit_fusion.py`. `--team URL` (password in
+//! `PGPASSWORD`) also pushes every package to that team index (PostgreSQL + pgvector) as a
+//! repository of its own and asks it each query with `--repo` set to that package: the team
+//! index's ranking beside the local one, on the same queries.
 //!
 //! Systems, all in one run on the same queries: raggrep hybrid (several fusions), dense and
 //! lexical, and the naive baseline of design seeds 000/004 (fixed 40-line windows, dense-only
@@ -225,6 +228,18 @@ fn main() {
         });
         eprintln!("variant {variant_name}: {:?}", options.chunk);
     }
+    const TEAM: &str = "team index (PostgreSQL + pgvector), hybrid";
+    let mut team = arg("--team").map(|raw| {
+        let url = raggrep::team::TeamUrl::parse(&raw).unwrap();
+        let mut client = url.connect().unwrap();
+        let info = embedder.info();
+        let model = raggrep::team::schema::IndexModel { id: info.id.clone(), dim: info.dim };
+        raggrep::team::schema::migrate(&mut client, &url, &model).unwrap();
+        (url, client, model)
+    });
+    if team.is_some() {
+        systems.insert(1, (TEAM, Some(Mode::Hybrid), Fusion::Learned, true));
+    }
     let mut by_package: BTreeMap<String, Vec<Gold>> = BTreeMap::new();
     for gold in &golds {
         by_package.entry(gold.package.clone()).or_default().push(gold.clone());
@@ -246,6 +261,11 @@ fn main() {
         let stats = index::update(&location, &embedder, &options, &mut |_| {}).unwrap();
         let snapshot = Snapshot::open(&location).unwrap();
         let baseline = if no_baseline { Baseline::default() } else { Baseline::build(&corpus, &embedder) };
+        if let Some((url, client, _)) = team.as_mut() {
+            let identity =
+                raggrep::team::push::RepoIdentity { name: package.clone(), remote: None, branch: None, commit: None };
+            raggrep::team::push::push(client, url, &snapshot, &identity, 256, &mut |_| {}).unwrap();
+        }
         eprintln!(
             "{package}: {} files, {} chunks ({} embedded now), {} baseline windows, {} queries, {:.0}s",
             stats.files,
@@ -275,9 +295,24 @@ fn main() {
                 });
                 writeln!(out, "{row}").unwrap();
             }
-            for (s, (_, mode, fusion, use_tuned)) in systems.iter().enumerate() {
+            for (s, (name, mode, fusion, use_tuned)) in systems.iter().enumerate() {
                 let vector = if *use_tuned { &tuned } else { &plain };
                 let ranked: Ranked = match mode {
+                    Some(_) if *name == TEAM => {
+                        let (url, client, model) = team.as_mut().unwrap();
+                        let query = raggrep::team::search::TeamQuery {
+                            text: gold.query.clone(),
+                            k: 10,
+                            mode: Mode::Hybrid,
+                            repo_glob: Some(package.clone()),
+                        };
+                        raggrep::team::search::search(client, url, Some(&embedder as &dyn Embedder), model, &query)
+                            .unwrap()
+                            .results
+                            .into_iter()
+                            .map(|h| (h.path, h.start_line, h.end_line))
+                            .collect()
+                    }
                     Some(mode) => {
                         let query = Query { k: 10, mode: *mode, fusion: *fusion, ..Query::new(gold.query.clone()) };
                         search_with_vector(&snapshot, Some(vector), &query, None, Instant::now())
