@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-step() { printf '\n==> %s\n' "$*" >&2; }
+# Each step with the time it starts, so a slow run shows where its minutes went.
+step() { printf '\n==> %s [%s, +%ds]\n' "$*" "$(date +%T)" "$SECONDS" >&2; }
 log="$(mktemp)"
 # A machine-wide embedding cache of this run's own: results never depend on what an earlier run
 # (or the developer's own indexing) left in ~/.cache/raggrep/embeddings.sqlite.
@@ -56,8 +57,9 @@ else
   echo "FAIL scripts/package.sh --quick" >&2
   client_failed=$((client_failed + 1))
 fi
-# Fuzzing: each decoder target for 60 s from the seeds in fuzz/corpus (cargo-fuzz, nightly).
-client "fuzzing (cargo-fuzz, 60 s per target)" scripts/fuzz.sh
+# Fuzzing: each decoder target for 30 s from the seeds in fuzz/corpus (cargo-fuzz, nightly);
+# longer runs: bash scripts/fuzz.sh SECONDS.
+client "fuzzing (cargo-fuzz, 30 s per target)" scripts/fuzz.sh 30
 client "Neovim client in a real headless Neovim 0.11" editors/nvim/test/run.sh
 client "Helix client in the real Helix 25.01 (tmux)" editors/helix/test/run.sh
 # VS Code: unit tests, both .vsix, then the platform .vsix in code-server 1.100 in headless
@@ -69,6 +71,10 @@ client "vector store interop with seed 002's stack (Python sqlite3 + PyPI sqlite
 # raggrep ask against a real LLM server: llama.cpp's llama-server built from the source vendored in
 # the crate llama-cpp-sys-2 (needs cmake; ~65 s once, cached), serving SmolLM2-135M.
 client "raggrep ask against a real llama-server (SmolLM2-135M on loopback)" tests/ask/run.sh
+# The team index against a real PostgreSQL 17 + pgvector 0.8.0 on loopback (Debian trixie's
+# packages through a private apt root, ~15 s once, cached; the server starts and stops per test).
+client "PostgreSQL test server (postgres.sh selftest)" tests/pg/selftest.sh
+client "team index (push, query --from) against a real PostgreSQL 17 + pgvector" tests/pg/run.sh
 # The release tarball (packaged above) installed like a new user would: fresh HOME, no cargo/python/pip on PATH, proxies pointing nowhere.
 client "install test: the release bundle on a clean account, offline" tests/install/run.sh
 
@@ -83,6 +89,7 @@ cargo bench --locked --bench ann_scale -- --sizes 3000 --queries 20 --ef 32,96
 cargo bench --locked --bench scale_index -- --chunks 3000
 cargo bench --locked --bench embed_throughput -- --quick --configs 1x0
 cargo bench --locked --bench scoped_update -- --files 3000 --code 50 --rounds 2
+bash benches/team_backend.sh --quick
 
 step "crash loop, quick mode (kill -9 at random points, seed printed; replay with --seed)"
 cargo bench --locked --bench crash_loop -- --iterations 12 --files 40
