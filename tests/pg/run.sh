@@ -281,6 +281,14 @@ dups="$(sql -d code -c "SELECT count(*) FROM (SELECT repo_id, path, start_line, 
 detail="$dups duplicated rows; $(entries_of github.com/acme/big@main) rows"
 check "nothing duplicated, nothing lost" bash -c "[[ $dups == 0 && \$(python3 -c 'import json; print(json.load(open(\"$outputs/k4.json\"))[\"chunks\"])') == $(entries_of github.com/acme/big@main) ]]"
 
+# --- naming the repository by hand ------------------------------------------------------------------
+git -C "$work/ledger" checkout -q --detach
+as_writer push "$work/ledger" --to "$writer_url" --remote github.com/acme/ledger-mirror --branch release \
+  --index-dir "$work/ledger-index" --json >"$outputs/n1.json" 2>"$outputs/n1.err"
+detail="$(cat "$outputs/n1.err" "$outputs/n1.json")"
+check "--remote and --branch name the repository (a detached HEAD, an index kept in --index-dir)" \
+  bash -c "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(d[\"repo\"] != \"github.com/acme/ledger-mirror@release\")' '$outputs/n1.json' && [[ -e '$work/ledger-index/CURRENT' ]]"
+
 # --- one clear line for each mistake -------------------------------------------------------------
 one_line() { # NAME EXPECTED-REGEX command…
   local name="$1" want="$2"
@@ -290,6 +298,13 @@ one_line() { # NAME EXPECTED-REGEX command…
   detail="rc=$rc $(cat "$work/err.txt" "$work/err.out")"
   check "$name" bash -c "[[ $rc -ne 0 ]] && [[ \$(wc -l <'$work/err.txt') -eq 1 ]] && grep -qE '$want' '$work/err.txt'"
 }
+one_line "a detached HEAD without --branch" "HEAD is not on a branch .*--branch NAME" as_writer push "$work/ledger" --to "$writer_url"
+git -C "$work/ledger" checkout -q trunk
+mkdir -p "$work/no-remote"
+cp "$work/ledger/src/ledger.go" "$work/no-remote/"
+git -C "$work/no-remote" init -q -b main
+one_line "a tree without a remote" "has no git remote named origin: name the repository with --remote NAME" \
+  as_writer push "$work/no-remote" --to "$writer_url"
 one_line "a bad URL" "invalid team index URL postgres://raggrep_ci:\*\*\*@" \
   "$bin" query --from "postgres://raggrep_ci:$writer_pw@127.0.0.1:notaport/code" "x"
 one_line "a wrong password" "password authentication failed" env PGPASSWORD=wrong "$bin" query --from "$reader_url" "x"

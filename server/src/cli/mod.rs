@@ -307,10 +307,16 @@ fn dispatch(cli: Cli) -> Result<()> {
                         "the team index takes a single query with -k, --mode, --json and --repo (--lang, --path, --min-score, --exact and `-` are local-only)"
                     );
                 }
-                let url = from.unwrap_or_default();
                 let location = IndexLocation::new(&location.root, location.index_dir.as_deref())?;
-                let args =
-                    team::FromArgs { url: &url, repo_glob: repo, location: &location, text: &query, k, mode, json };
+                let args = team::FromArgs {
+                    url: from.as_deref(),
+                    repo_glob: repo,
+                    location: &location,
+                    text: &query,
+                    k,
+                    mode,
+                    json,
+                };
                 return team::query(args, model, ort);
             }
             let language = match language {

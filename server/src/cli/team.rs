@@ -94,8 +94,8 @@ pub fn push(args: PushArgs, model: Option<&str>, ort: Option<&Path>) -> Result<(
 
 /// `query --from URL | --team [--repo GLOB]`.
 pub struct FromArgs<'a> {
-    /// Empty: the configured team index (`--team`).
-    pub url: &'a str,
+    /// `None`: the configured team index (`--team`).
+    pub url: Option<&'a str>,
     pub repo_glob: Option<String>,
     pub location: &'a IndexLocation,
     pub text: &'a str,
@@ -105,7 +105,7 @@ pub struct FromArgs<'a> {
 }
 
 pub fn query(args: FromArgs<'_>, model: Option<&str>, ort: Option<&Path>) -> Result<()> {
-    let url = resolve_url(Some(args.url).filter(|u| !u.is_empty()), args.location, "--from URL")?;
+    let url = resolve_url(args.url, args.location, "--from URL")?;
     let mut client = url.connect()?;
     let embedder = super::load_embedder(model, ort)?;
     let info = embedder.info();
