@@ -475,3 +475,90 @@ fn an_identifier_query_finds_its_definition_first() {
     let response: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(!response["results"].as_array().unwrap().is_empty());
 }
+
+fn git(root: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn hook_actions(out: &Output) -> Vec<(String, String)> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (v["hook"].as_str().unwrap().to_string(), v["action"].as_str().unwrap().to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn hooks_are_added_beside_the_users_own_and_removed_exactly() {
+    use std::os::unix::fs::PermissionsExt;
+    let ws = Workspace::polyglot();
+    git(ws.root(), &["init", "-q", "-b", "main"]);
+    let hooks = ws.root().join(".git/hooks");
+    let mine = "#!/bin/sh\n# the team's own hook\necho merged >/dev/null";
+    fs::write(hooks.join("post-merge"), mine).unwrap();
+    fs::set_permissions(hooks.join("post-merge"), fs::Permissions::from_mode(0o700)).unwrap();
+    let python = "#!/usr/bin/env python3\nprint('checked out')\n";
+    fs::write(hooks.join("post-checkout"), python).unwrap();
+
+    let installed = hook_actions(&ws.ok(&["hook", "install", "--json"]));
+    assert_eq!(installed[0], ("post-commit".into(), "created".into()));
+    assert!(installed[1].1.starts_with("skipped: not a shell script"), "{installed:?}");
+    assert_eq!(installed[2], ("post-merge".into(), "added".into()));
+    let created = fs::read_to_string(hooks.join("post-commit")).unwrap();
+    assert!(created.starts_with("#!/bin/sh\n") && created.contains(" index . "), "{created}");
+    assert_ne!(fs::metadata(hooks.join("post-commit")).unwrap().permissions().mode() & 0o111, 0);
+    let merged = fs::read_to_string(hooks.join("post-merge")).unwrap();
+    assert!(merged.starts_with(mine) && merged.contains("raggrep"), "{merged}");
+    assert_eq!(fs::read_to_string(hooks.join("post-checkout")).unwrap(), python);
+
+    // Twice is once.
+    let again = hook_actions(&ws.ok(&["hook", "install", "--json"]));
+    assert_eq!(again.iter().filter(|(_, a)| a == "kept").count(), 2, "{again:?}");
+    assert_eq!(fs::read_to_string(hooks.join("post-merge")).unwrap(), merged);
+
+    let text = String::from_utf8(ws.ok(&["hook", "uninstall"]).stdout).unwrap();
+    assert!(text.contains("post-commit: deleted") && text.contains("post-merge: removed"), "{text}");
+    assert!(!hooks.join("post-commit").exists());
+    assert_eq!(fs::read_to_string(hooks.join("post-merge")).unwrap(), mine, "the user's hook, byte for byte");
+    assert_eq!(fs::metadata(hooks.join("post-merge")).unwrap().permissions().mode() & 0o777, 0o700);
+    assert_eq!(fs::read_to_string(hooks.join("post-checkout")).unwrap(), python);
+
+    let outside = Workspace::empty();
+    let out = outside.raggrep(&["hook", "install"]);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("not in a git repository"));
+}
+
+#[test]
+fn a_commit_updates_the_index_in_the_background() {
+    let ws = Workspace::polyglot();
+    git(ws.root(), &["init", "-q", "-b", "main"]);
+    ws.ok(&["hook", "install"]);
+    git(ws.root(), &["add", "-A"]);
+    git(ws.root(), &["commit", "-qm", "first"]);
+    ws.write("src/ledger.py", "def settle_invoice_with_quokka_discount(invoice):\n    return invoice.total * 0.9\n");
+    git(ws.root(), &["add", "-A"]);
+    git(ws.root(), &["commit", "-qm", "second"]);
+    // The hook returns at once; the index catches up in the background. (`inspect` only reads:
+    // a query would build a missing index itself.)
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let out = ws.raggrep(&["inspect", "--json"]);
+        if out.status.success() && String::from_utf8_lossy(&out.stdout).contains("\"src/ledger.py\"") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the post-commit hook never indexed src/ledger.py");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let out = ws.ok(&["query", "quokka", "--mode", "lexical", "--json", "-k", "1"]);
+    let response: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(response["results"][0]["path"], "src/ledger.py", "{response:#}");
+}

@@ -99,6 +99,11 @@ enum Command {
         #[arg(long, value_name = "GLOB")]
         repo: Option<String>,
     },
+    /// Git hooks that update the index in the background after commits, checkouts and merges.
+    Hook {
+        #[command(subcommand)]
+        action: HookAction,
+    },
     /// Push the workspace's index to the team index (PostgreSQL + pgvector), sending only what
     /// changed since the last push of this repository and branch.
     Push(team::PushArgs),
@@ -159,6 +164,27 @@ enum Command {
     /// Answer a question about the code: structural questions exactly, others from retrieved
     /// snippets through an OpenAI-compatible LLM (or --prompt: print the prompt).
     Ask(Box<ask::AskArgs>),
+}
+
+#[derive(Subcommand)]
+enum HookAction {
+    /// Add the hooks (post-commit, post-checkout, post-merge) to the repository of PATH; an
+    /// existing shell hook keeps its content and gets one marked block.
+    Install {
+        #[arg(default_value = ".")]
+        path: PathBuf,
+        /// One JSON object per hook.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove exactly what `hook install` added.
+    Uninstall {
+        #[arg(default_value = ".")]
+        path: PathBuf,
+        /// One JSON object per hook.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(clap::Args, Clone)]
@@ -345,7 +371,28 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Db(args) => db::run(args, model, ort),
         Command::Ask(args) => ask::run(*args, model, ort),
         Command::Push(args) => team::push(args, model, ort),
+        Command::Hook { action } => cmd_hook(action),
     }
+}
+
+fn cmd_hook(action: HookAction) -> Result<()> {
+    let (changes, json) = match action {
+        HookAction::Install { path, json } => {
+            // The hooks name this very binary, so they work whatever PATH git runs them with.
+            let binary = std::env::current_exe().context("locating the raggrep binary")?;
+            (crate::hooks::install(&path, &binary)?, json)
+        }
+        HookAction::Uninstall { path, json } => (crate::hooks::uninstall(&path)?, json),
+    };
+    let mut out = io::stdout().lock();
+    for change in &changes {
+        if json {
+            writeln!(out, "{}", serde_json::to_string(change)?)?;
+        } else {
+            writeln!(out, "{}: {} ({})", change.hook, change.action, change.path.display())?;
+        }
+    }
+    Ok(())
 }
 
 impl From<WalkArgs> for walk::WalkOptions {
