@@ -1,6 +1,6 @@
 //! `raggrep push`: a workspace's index into the team index, sending only what changed.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::time::Instant;
 
@@ -158,16 +158,19 @@ pub fn push(
     //    transaction, in committed batches: the slow part, and resumable).
     let before = server_digests(client, url, &identity.name)?;
     let (changed, _) = diff(&files, &before);
+    let hashes: HashMap<String, u128> = snapshot.file_hashes().into_iter().collect();
     let mut texts = TextCache::default();
-    let needed = uploads_of(snapshot, &files, &changed, &model_id, &mut texts)?;
+    let needed = keys_of(snapshot, &files, &changed, &model_id)?;
     let missing = missing_keys(client, url, needed.keys().cloned().collect())?;
     stats.chunks_present = needed.len() - missing.len();
     let total = missing.len();
     let mut sent = 0;
-    let mut missing: Vec<&String> = missing.iter().collect();
-    missing.sort();
+    // Built one batch at a time: a first push of a big repository never holds every chunk's
+    // text and vector in memory at once.
+    let missing: Vec<(&String, usize)> =
+        needed.iter().filter(|(k, _)| missing.contains(*k)).map(|(k, &c)| (k, c)).collect();
     for group in missing.chunks(batch.max(1)) {
-        let rows: Vec<&Upload> = group.iter().filter_map(|k| needed.get(*k)).collect();
+        let rows = uploads(snapshot, &hashes, group, &mut texts)?;
         insert_chunks(&mut *client, url, &rows)?;
         sent += rows.len();
         progress(PushProgress::Uploading { sent, total });
@@ -193,10 +196,11 @@ pub fn push(
     progress(PushProgress::Publishing { files: changed.len() + removed.len() });
     // A concurrent push may have changed what is there since step 1: whatever is still missing
     // goes in inside the transaction.
-    let needed = uploads_of(snapshot, &files, &changed, &model_id, &mut texts)?;
+    let needed = keys_of(snapshot, &files, &changed, &model_id)?;
     let late = missing_keys(&mut tx, url, needed.keys().cloned().collect())?;
-    if !late.is_empty() {
-        let rows: Vec<&Upload> = late.iter().filter_map(|k| needed.get(k)).collect();
+    let late: Vec<(&String, usize)> = needed.iter().filter(|(k, _)| late.contains(*k)).map(|(k, &c)| (k, c)).collect();
+    for group in late.chunks(batch.max(1)) {
+        let rows = uploads(snapshot, &hashes, group, &mut texts)?;
         insert_chunks(&mut tx, url, &rows)?;
         stats.chunks_sent += rows.len();
     }
@@ -297,57 +301,65 @@ struct TextCache {
     texts: HashMap<String, String>,
 }
 
-/// The chunks of `changed` files, keyed by their team-index key. A file that changed on disk
-/// since it was indexed is an error: its chunks' offsets would cut the wrong text.
-fn uploads_of(
+/// The team-index keys of the chunks of `changed` files, each with one chunk that has it (sorted:
+/// batches go out in a stable order).
+fn keys_of(
     snapshot: &Snapshot,
     files: &[LocalFile],
     changed: &[usize],
     model_id: &str,
-    texts: &mut TextCache,
-) -> Result<HashMap<String, Upload>, TeamError> {
-    let hashes: HashMap<String, u128> = snapshot.file_hashes().into_iter().collect();
-    let mut out = HashMap::new();
+) -> Result<BTreeMap<String, usize>, TeamError> {
+    let mut out = BTreeMap::new();
     for &f in changed {
-        let file = &files[f];
-        if file.chunks.is_empty() {
-            continue;
+        for &index in &files[f].chunks {
+            let Some(key) = snapshot.embedding_key(index) else {
+                return Err(TeamError::Repo(format!(
+                    "{}: a chunk is not embedded; let `raggrep index` finish first",
+                    files[f].path
+                )));
+            };
+            out.entry(chunk_key(model_id, key)).or_insert(index);
         }
-        if !texts.texts.contains_key(&file.path) {
-            let abs = crate::walk::resolve(&snapshot.location.root, &file.path);
+    }
+    Ok(out)
+}
+
+/// The rows to upload for `group` (key, chunk index). A file that changed on disk since it was
+/// indexed is an error: its chunks' offsets would cut the wrong text.
+fn uploads(
+    snapshot: &Snapshot,
+    hashes: &HashMap<String, u128>,
+    group: &[(&String, usize)],
+    texts: &mut TextCache,
+) -> Result<Vec<Upload>, TeamError> {
+    let mut out = Vec::with_capacity(group.len());
+    for &(key, index) in group {
+        let (Some(chunk), Some(vector)) = (snapshot.chunk(index), snapshot.chunk_vector(index)) else {
+            return Err(TeamError::Repo(format!(
+                "chunk {index} has no readable vector; run `raggrep index` to repair the index"
+            )));
+        };
+        if !texts.texts.contains_key(chunk.path) {
+            let abs = crate::walk::resolve(&snapshot.location.root, chunk.path);
             let source = crate::walk::read_source(&abs, u64::MAX)
                 .map_err(|e| TeamError::Read { path: abs.clone(), message: e.to_string() })?;
-            if hashes.get(&file.path) != Some(&crate::content_hash(source.text.as_bytes())) {
+            if hashes.get(chunk.path) != Some(&crate::content_hash(source.text.as_bytes())) {
                 return Err(TeamError::Read {
                     path: abs,
                     message: "changed since it was indexed; push again (it indexes first)".into(),
                 });
             }
-            texts.texts.insert(file.path.clone(), source.text);
+            texts.texts.insert(chunk.path.to_string(), source.text);
         }
-        let text = &texts.texts[&file.path];
-        for &index in &file.chunks {
-            let (Some(chunk), Some(key), Some(vector)) =
-                (snapshot.chunk(index), snapshot.embedding_key(index), snapshot.chunk_vector(index))
-            else {
-                return Err(TeamError::Repo(format!(
-                    "{}: a chunk has no readable vector; run `raggrep index` to repair the index",
-                    file.path
-                )));
-            };
-            let key = chunk_key(model_id, key);
-            if out.contains_key(&key) {
-                continue;
-            }
-            let content = text.get(chunk.start_byte..chunk.end_byte).unwrap_or_default().replace('\0', "\u{fffd}");
-            let terms = crate::index::code_tokens(&content)
-                .into_iter()
-                .map(|(_, _, t)| t)
-                .chain(crate::index::code_tokens(chunk.path).into_iter().map(|(_, _, t)| t))
-                .collect::<Vec<_>>()
-                .join(" ");
-            out.insert(key.clone(), Upload { key, vector: vector_text(vector.as_slice()), content, terms });
-        }
+        let text = &texts.texts[chunk.path];
+        let content = text.get(chunk.start_byte..chunk.end_byte).unwrap_or_default().replace('\0', "\u{fffd}");
+        let terms = crate::index::code_tokens(&content)
+            .into_iter()
+            .map(|(_, _, t)| t)
+            .chain(crate::index::code_tokens(chunk.path).into_iter().map(|(_, _, t)| t))
+            .collect::<Vec<_>>()
+            .join(" ");
+        out.push(Upload { key: key.clone(), vector: vector_text(vector.as_slice()), content, terms });
     }
     Ok(out)
 }
@@ -389,7 +401,7 @@ fn missing_keys(
     Ok(missing)
 }
 
-fn insert_chunks(client: &mut impl postgres::GenericClient, url: &TeamUrl, rows: &[&Upload]) -> Result<(), TeamError> {
+fn insert_chunks(client: &mut impl postgres::GenericClient, url: &TeamUrl, rows: &[Upload]) -> Result<(), TeamError> {
     if rows.is_empty() {
         return Ok(());
     }
