@@ -170,6 +170,16 @@ pub(crate) fn path_separator(language: Language) -> &'static str {
     }
 }
 
+/// `container::symbol` (in the language's own separator), `symbol` alone at top level, `None`
+/// for an anonymous chunk.
+pub(crate) fn qualified_name(container: &str, symbol: &str, language: Language) -> Option<String> {
+    match (container.is_empty(), symbol.is_empty()) {
+        (_, true) => None,
+        (true, false) => Some(symbol.to_string()),
+        (false, false) => Some(format!("{container}{}{symbol}", path_separator(language))),
+    }
+}
+
 /// Size limits for chunks, in estimated model tokens.
 #[derive(Debug, Clone, Copy)]
 pub struct ChunkConfig {

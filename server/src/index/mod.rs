@@ -128,14 +128,7 @@ pub struct ChunkRef<'a> {
 impl ChunkRef<'_> {
     /// `container::symbol` for display, or `None` for anonymous chunks.
     pub fn symbol_path(&self) -> Option<String> {
-        if self.symbol.is_empty() {
-            return None;
-        }
-        Some(if self.container.is_empty() {
-            self.symbol.to_string()
-        } else {
-            format!("{}{}{}", self.container, crate::chunk::path_separator(self.language), self.symbol)
-        })
+        crate::chunk::qualified_name(self.container, self.symbol, self.language)
     }
 }
 

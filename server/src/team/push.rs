@@ -191,7 +191,7 @@ pub fn push(
         )
         .map_err(|e| url.db_error(&e))?
         .get(0);
-    let now = server_digests_tx(&mut tx, url, repo_id)?;
+    let now = server_digests(&mut tx, url, &identity.name)?;
     let (changed, removed) = diff(&files, &now);
     progress(PushProgress::Publishing { files: changed.len() + removed.len() });
     // A concurrent push may have changed what is there since step 1: whatever is still missing
@@ -274,23 +274,17 @@ fn diff(files: &[LocalFile], server: &HashMap<String, String>) -> (Vec<usize>, V
     (changed, removed)
 }
 
-fn server_digests(client: &mut Client, url: &TeamUrl, repo: &str) -> Result<HashMap<String, String>, TeamError> {
+/// The server's digest of each file of a repository (by name: none before its first push).
+fn server_digests(
+    client: &mut impl postgres::GenericClient,
+    url: &TeamUrl,
+    repo: &str,
+) -> Result<HashMap<String, String>, TeamError> {
     let rows = client
         .query(
             "SELECT f.path, f.digest FROM raggrep.file f JOIN raggrep.repo r ON r.id = f.repo_id WHERE r.name = $1",
             &[&repo],
         )
-        .map_err(|e| url.db_error(&e))?;
-    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
-}
-
-fn server_digests_tx(
-    tx: &mut postgres::Transaction<'_>,
-    url: &TeamUrl,
-    repo_id: i64,
-) -> Result<HashMap<String, String>, TeamError> {
-    let rows = tx
-        .query("SELECT path, digest FROM raggrep.file WHERE repo_id = $1", &[&repo_id])
         .map_err(|e| url.db_error(&e))?;
     Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
 }

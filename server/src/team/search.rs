@@ -198,15 +198,16 @@ pub fn search(
         }) {
             continue;
         }
+        let language = Language::from_path(std::path::Path::new(&row.path));
         hits.push(TeamHit {
             repo: row.repo.clone(),
             path: row.path.clone(),
             start_line: row.start_line,
             end_line: row.end_line,
             score,
-            symbol: symbol_path(row),
+            symbol: crate::chunk::qualified_name(&row.container, &row.symbol, language),
             kind: row.kind,
-            language: Language::from_path(std::path::Path::new(&row.path)),
+            language,
             snippet: crate::search::snippet_of(row.content.lines()),
         });
         if hits.len() >= k {
@@ -231,18 +232,6 @@ fn read_row(row: &postgres::Row) -> Row {
         content: row.get(7),
         cosine: row.get(8),
     }
-}
-
-fn symbol_path(row: &Row) -> Option<String> {
-    if row.symbol.is_empty() {
-        return None;
-    }
-    let language = Language::from_path(std::path::Path::new(&row.path));
-    Some(if row.container.is_empty() {
-        row.symbol.clone()
-    } else {
-        format!("{}{}{}", row.container, crate::chunk::path_separator(language), row.symbol)
-    })
 }
 
 /// The query's content words as a full-text query matching any of them (as BM25 scores any
