@@ -310,7 +310,7 @@ fn main() {
                             .unwrap()
                             .results
                             .into_iter()
-                            .map(|h| (h.path, h.start_line, h.end_line))
+                            .map(|h| (h.hit.path, h.hit.start_line, h.hit.end_line))
                             .collect()
                     }
                     Some(mode) => {

@@ -86,22 +86,7 @@ impl Hit {
 impl Hit {
     /// A hit of the team index (`query --from`).
     pub fn from_team(h: &crate::team::search::TeamHit) -> Hit {
-        Hit {
-            location: location(&h.path, h.start_line, h.end_line),
-            path: Some(h.path.clone()),
-            start_line: Some(h.start_line),
-            end_line: Some(h.end_line),
-            symbol: h.symbol.clone(),
-            kind: h.kind,
-            language: h.language,
-            score: (f64::from(h.score) * 1000.0).round() / 1000.0,
-            snippet: h.snippet.clone(),
-            root: None,
-            repo: Some(h.repo.clone()),
-            stale: None,
-            uri: None,
-            range: None,
-        }
+        Hit { repo: Some(h.repo.clone()), ..Hit::from_search(&h.hit) }
     }
 }
 
@@ -558,17 +543,7 @@ mod tests {
 
     #[test]
     fn search_response_from_the_team_index() {
-        let hit = crate::team::search::TeamHit {
-            repo: "github.com/acme/api@main".into(),
-            path: "src/auth/token.rs".into(),
-            start_line: 12,
-            end_line: 30,
-            score: 0.734_56,
-            symbol: Some("TokenValidator::validate".into()),
-            kind: ChunkKind::Method,
-            language: Language::Rust,
-            snippet: "pub fn validate(&self, token: &str) -> Result<Claims> {".into(),
-        };
+        let hit = crate::team::search::TeamHit { repo: "github.com/acme/api@main".into(), hit: root_hit().hit };
         let response = SearchResponse {
             query: "where are API tokens validated".into(),
             took_ms: 4.2,

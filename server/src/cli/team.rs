@@ -135,11 +135,11 @@ fn response(results: &TeamResults) -> wire::SearchResponse {
 }
 
 fn print(out: &mut impl Write, results: &TeamResults) -> io::Result<()> {
-    for hit in &results.results {
+    for crate::team::search::TeamHit { repo, hit } in &results.results {
         writeln!(
             out,
             "{}  {}:{}-{}  {:.3}  {}",
-            hit.repo,
+            repo,
             hit.path,
             hit.start_line,
             hit.end_line,

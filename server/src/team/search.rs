@@ -28,18 +28,11 @@ pub struct TeamQuery {
     pub repo_glob: Option<String>,
 }
 
-/// One result: a chunk of one repository.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+/// One result: a chunk of one repository, in the local engine's terms plus the repository.
+#[derive(Debug, Clone, PartialEq)]
 pub struct TeamHit {
     pub repo: String,
-    pub path: String,
-    pub start_line: u32,
-    pub end_line: u32,
-    pub score: f32,
-    pub symbol: Option<String>,
-    pub kind: ChunkKind,
-    pub language: Language,
-    pub snippet: String,
+    pub hit: crate::search::Hit,
 }
 
 #[derive(Debug, Clone)]
@@ -194,21 +187,27 @@ pub fn search(
         let Some(row) = rows.get(id) else { continue };
         // Overlapping pieces of one unit (or a unit and its container) count once.
         if hits.iter().any(|h| {
-            h.repo == row.repo && h.path == row.path && h.start_line <= row.end_line && row.start_line <= h.end_line
+            h.repo == row.repo
+                && h.hit.path == row.path
+                && h.hit.start_line <= row.end_line
+                && row.start_line <= h.hit.end_line
         }) {
             continue;
         }
         let language = Language::from_path(std::path::Path::new(&row.path));
         hits.push(TeamHit {
             repo: row.repo.clone(),
-            path: row.path.clone(),
-            start_line: row.start_line,
-            end_line: row.end_line,
-            score,
-            symbol: crate::chunk::qualified_name(&row.container, &row.symbol, language),
-            kind: row.kind,
-            language,
-            snippet: crate::search::snippet_of(row.content.lines()),
+            hit: crate::search::Hit {
+                path: row.path.clone(),
+                start_line: row.start_line,
+                end_line: row.end_line,
+                score,
+                symbol: crate::chunk::qualified_name(&row.container, &row.symbol, language),
+                kind: row.kind,
+                language,
+                snippet: crate::search::snippet_of(row.content.lines()),
+                chunk: id,
+            },
         });
         if hits.len() >= k {
             break;
