@@ -5,8 +5,10 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-# Each step with the time it starts, so a slow run shows where its minutes went.
-step() { printf '\n==> %s [%s, +%ds]\n' "$*" "$(date +%T)" "$SECONDS" >&2; }
+# Each step with the time it starts and the disk left, so a slow run shows where its minutes went
+# and a full disk shows which step filled it.
+free_disk() { df -Ph . 2>/dev/null | awk 'NR == 2 { print $4 }'; }
+step() { printf '\n==> %s [%s, +%ds, %s free]\n' "$*" "$(date +%T)" "$SECONDS" "$(free_disk)" >&2; }
 log="$(mktemp)"
 # A machine-wide embedding cache of this run's own: results never depend on what an earlier run
 # (or the developer's own indexing) left in ~/.cache/raggrep/embeddings.sqlite.
@@ -99,5 +101,6 @@ failed=$(awk '/^test result:/ { for (i = 1; i < NF; i++) if ($(i+1) ~ /^failed/)
 passed=$((passed + client_passed))
 failed=$((failed + client_failed))
 echo
+echo "build outputs: $(du -sh target 2>/dev/null | cut -f1) in target/, $(du -sh fuzz/target 2>/dev/null | cut -f1) in fuzz/target/; $(free_disk) free"
 echo "tests: ${passed} passed, ${failed} failed (editor clients: ${client_passed} passed, ${client_failed} failed)"
 [[ $failed -eq 0 ]]
