@@ -124,7 +124,9 @@ PY
 # A Rust user's `cargo install`: the binary alone, no share/raggrep beside it, an empty cache.
 # Every command must say in one line where the model and runtime come from, and touch nothing.
 mkdir -p "$home/.cargo/bin"
-cp "$bin" "$home/.cargo/bin/raggrep"
+# A hard link: the same file under another path costs no disk (a copy of the debug binary once
+# hit a full disk in CI); a copy where linking is not possible.
+ln "$bin" "$home/.cargo/bin/raggrep" 2>/dev/null || cp "$bin" "$home/.cargo/bin/raggrep"
 user sh -c "cd '$home/project' && '$home/.cargo/bin/raggrep' query 'multiply two matrices'" >"$work/out" 2>"$work/err"
 rc=$?
 detail="rc=$rc stdout=[$(cat "$work/out")] stderr=[$(cat "$work/err")]"
