@@ -305,6 +305,7 @@ fn main() {
                             k: 10,
                             mode: Mode::Hybrid,
                             repo_glob: Some(package.clone()),
+                            exclude_remotes: Vec::new(),
                         };
                         raggrep::team::search::search(client, url, Some(&embedder as &dyn Embedder), model, &query)
                             .unwrap()

@@ -142,6 +142,23 @@ pub struct SearchResponse {
     /// `k` was larger than a door allows and was lowered, in words.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub k_capped: Option<String>,
+    /// The team index's answer, when a door adds it as an extra source (the language server's
+    /// `team` setting): ranked apart from `results`, whose scores it does not share.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub team: Option<TeamSection>,
+}
+
+/// Results of the team index beside a local search: hits of other repositories (each with its
+/// `repo`, and no `uri`: the file is not on this machine), or why there are none.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TeamSection {
+    /// The database, password hidden.
+    pub source: String,
+    pub took_ms: f64,
+    pub results: Vec<Hit>,
+    /// The team index could not answer (down, misconfigured); the local results stand.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 impl SearchResponse {
@@ -155,6 +172,7 @@ impl SearchResponse {
             results: hits,
             budget: None,
             k_capped: None,
+            team: None,
         }
     }
 }
@@ -537,6 +555,7 @@ mod tests {
             results: vec![Hit::new(&root_hit(), false)],
             budget: None,
             k_capped: None,
+            team: None,
         };
         insta::assert_json_snapshot!(response);
     }
@@ -552,6 +571,7 @@ mod tests {
             results: vec![Hit::from_team(&hit)],
             budget: None,
             k_capped: None,
+            team: None,
         };
         insta::assert_json_snapshot!(response);
     }
@@ -569,8 +589,41 @@ mod tests {
             results: vec![hit],
             budget: None,
             k_capped: None,
+            team: None,
         };
         insta::assert_json_snapshot!(response);
+    }
+
+    #[test]
+    fn search_response_with_the_team_index_as_an_extra_source() {
+        let mut local = Hit::new(&root_hit(), true);
+        local.uri = Some("file:///work/app/src/auth/token.rs".into());
+        local.range = Some(LineRange::whole_lines(12, 30));
+        let team_hit =
+            crate::team::search::TeamHit { repo: "github.com/acme/billing@main".into(), hit: root_hit().hit };
+        let response = SearchResponse {
+            query: "validate token".into(),
+            took_ms: 3.0,
+            partial: false,
+            degraded: None,
+            results: vec![local],
+            budget: None,
+            k_capped: None,
+            team: Some(TeamSection {
+                source: "postgres://dev:***@db.internal/code".into(),
+                took_ms: 18.5,
+                results: vec![Hit::from_team(&team_hit)],
+                error: None,
+            }),
+        };
+        insta::assert_json_snapshot!(response);
+        let down = TeamSection {
+            source: "postgres://dev@db.internal/code".into(),
+            took_ms: 0.1,
+            results: Vec::new(),
+            error: Some("cannot connect to the team index at postgres://dev@db.internal/code: connection refused (trying again in 29 s)".into()),
+        };
+        insta::assert_json_snapshot!("team_section_unavailable", down);
     }
 
     #[test]
@@ -585,6 +638,7 @@ mod tests {
             results: vec![hit],
             budget: Some(Budget { tokens: 61, omitted: 3 }),
             k_capped: Some("k 500 was capped at 100".into()),
+            team: None,
         };
         insta::assert_json_snapshot!(response);
     }

@@ -38,6 +38,24 @@ pub struct Settings {
     pub model_dir: Option<String>,
     pub default_k: usize,
     pub log_level: String,
+    /// The team index as an extra, read-only source of searches.
+    pub team: TeamSetting,
+}
+
+/// `false` (the default): local results only. `true`: also the team index configured for the
+/// CLI (`$RAGGREP_TEAM_URL`, `[team] url` in `.raggrep/config.toml` or the user's config). A
+/// string: that team index (`postgres://USER@HOST/DB`; the password comes from `PGPASSWORD`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum TeamSetting {
+    Configured(bool),
+    Url(String),
+}
+
+impl Default for TeamSetting {
+    fn default() -> Self {
+        TeamSetting::Configured(false)
+    }
 }
 
 impl Default for Settings {
@@ -51,11 +69,24 @@ impl Default for Settings {
             model_dir: None,
             default_k: 10,
             log_level: "info".into(),
+            team: TeamSetting::default(),
         }
     }
 }
 
 impl Settings {
+    /// Whether moving from `self` to `other` changes what is indexed (the team index, the
+    /// result count and the log level do not: no re-scan for them).
+    pub fn indexing_differs(&self, other: &Settings) -> bool {
+        let searching_only = |s: &Settings| Settings {
+            team: TeamSetting::default(),
+            default_k: 0,
+            log_level: String::new(),
+            ..s.clone()
+        };
+        searching_only(self) != searching_only(other)
+    }
+
     fn index_options(&self) -> IndexOptions {
         let budget_chunks = (self.memory_budget_mb * 1_000_000 * 95 / 100) / BYTES_PER_CHUNK;
         IndexOptions {
@@ -851,5 +882,33 @@ fn canonical_or_parent(path: &Path) -> PathBuf {
             std::fs::canonicalize(parent).map_or_else(|_| path.to_path_buf(), |p| p.join(name))
         }
         _ => path.to_path_buf(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_settings_of_what_is_indexed_trigger_a_rescan() {
+        let base = Settings::default();
+        let team = Settings { team: TeamSetting::Url("postgres://dev@db/code".into()), ..base.clone() };
+        let k = Settings { default_k: 20, log_level: "debug".into(), ..base.clone() };
+        let exclude = Settings { exclude: vec!["vendor/".into()], ..base.clone() };
+        assert!(!base.indexing_differs(&team));
+        assert!(!base.indexing_differs(&k));
+        assert!(base.indexing_differs(&exclude));
+    }
+
+    #[test]
+    fn the_team_setting_is_a_switch_or_a_url() {
+        let parse = |json: &str| serde_json::from_str::<Settings>(json).map(|s| s.team);
+        assert_eq!(parse("{}").ok(), Some(TeamSetting::Configured(false)));
+        assert_eq!(parse(r#"{"team": true}"#).ok(), Some(TeamSetting::Configured(true)));
+        assert_eq!(
+            parse(r#"{"team": "postgres://dev@db/code"}"#).ok(),
+            Some(TeamSetting::Url("postgres://dev@db/code".into()))
+        );
+        assert!(parse(r#"{"team": 3}"#).is_err());
     }
 }

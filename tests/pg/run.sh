@@ -180,6 +180,42 @@ detail="$(cat "$outputs/c2.err" "$outputs/c2.json")"
 check "push takes [team] url from the workspace's .raggrep/config.toml" \
   json "$outputs/c2.json" 'd["repo"] == "gitlab.example/finance/ledger@trunk" and d["chunks_sent"] == 0 and d["changed_files"] == 0'
 
+# --- the language server with the team index as an extra source ---------------------------------
+# The checkout of github.com/acme/polyglot@main, with the `team` setting: local hits as always,
+# plus the team's hits of other repositories (every branch of polyglot left out: it is local).
+lsp_search() { # NAME SETTINGS QUERY…: one answer per query, as JSON lines in $outputs/NAME.jsonl
+  local name="$1" settings="$2"
+  shift 2
+  PGPASSWORD="$reader_pw" python3 tests/pg/lsp_search.py "$bin" "$work/poly-main" "$settings" "$outputs/$name.err" "$@" >"$outputs/$name.jsonl"
+}
+answer() { sed -n "${2}p" "$outputs/$1.jsonl" >"$outputs/$1.$2.json"; echo "$outputs/$1.$2.json"; }
+lsp_search l1 "{\"team\": \"$reader_url\"}" "sum the amounts of every posting of an account" "check whether an API token is still valid"
+detail="$(tail -n 5 "$outputs/l1.err"; head -c 1500 "$outputs/l1.jsonl")"
+check "raggrep.search with the team setting: local hits, then the team's with their repository and no uri" \
+  json "$(answer l1 1)" 'd["results"] and all("uri" in h for h in d["results"]) and d["team"]["results"][0]["symbol"] == "Balance" and d["team"]["results"][0]["repo"] == "gitlab.example/finance/ledger@trunk" and all("uri" not in h and h["snippet"] for h in d["team"]["results"]) and "error" not in d["team"]'
+check "the team section leaves out every branch of the checkout's own repository" \
+  json "$(answer l1 2)" 'd["results"] and d["team"]["results"] and not any(h["repo"].startswith("github.com/acme/polyglot@") for h in d["team"]["results"])'
+RAGGREP_TEAM_URL="$reader_url" lsp_search l2 '{"team": true}' "sum the amounts of an account"
+detail="$(tail -n 5 "$outputs/l2.err"; cat "$outputs/l2.jsonl")"
+check "team = true takes the team index RAGGREP_TEAM_URL names" \
+  json "$(answer l2 1)" 'd["team"]["results"][0]["symbol"] == "Balance" and d["team"]["source"].startswith("postgres://raggrep_dev@127.0.0.1")'
+# A team index that is down: the local search answers as always, the section says why, and the
+# next search does not wait for the database again.
+down_url="postgres://raggrep_dev@127.0.0.1:9/code?sslmode=disable"
+lsp_search l3 "{\"team\": \"$down_url\"}" "sum the amounts of an account" "check whether an API token is still valid"
+detail="$(tail -n 5 "$outputs/l3.err"; cat "$outputs/l3.jsonl")"
+check "a team index that is down: local results, and the team section's error names it" \
+  json "$(answer l3 1)" 'd["results"] and d["team"]["results"] == [] and "cannot connect" in d["team"]["error"] and "127.0.0.1:9" in d["team"]["error"]'
+check "the next search answers at once with the same error, retrying later" \
+  json "$(answer l3 2)" 'd["results"] and "trying again in" in d["team"]["error"] and d["team"]["took_ms"] < 100'
+(unset RAGGREP_TEAM_URL; XDG_CONFIG_HOME="$work/empty-xdg" lsp_search l4 '{"team": true}' "sum the amounts of an account")
+detail="$(tail -n 5 "$outputs/l4.err"; cat "$outputs/l4.jsonl")"
+check "team = true with nothing configured: local results, and an error saying how to configure it" \
+  json "$(answer l4 1)" 'd["results"] and "RAGGREP_TEAM_URL" in d["team"]["error"]'
+lsp_search l5 '{}' "sum the amounts of an account"
+detail="$(cat "$outputs/l5.jsonl")"
+check "without the setting there is no team section" json "$(answer l5 1)" 'd["results"] and "team" not in d'
+
 # --- only the change travels -------------------------------------------------------------------
 push_json a2 "$work/poly-main"
 detail="$(cat "$outputs/a2.json")"

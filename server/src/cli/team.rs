@@ -110,7 +110,13 @@ pub fn query(args: FromArgs<'_>, model: Option<&str>, ort: Option<&Path>) -> Res
     let embedder = super::load_embedder(model, ort)?;
     let info = embedder.info();
     let index_model = IndexModel { id: info.id.clone(), dim: info.dim };
-    let request = TeamQuery { text: args.text.to_string(), k: args.k, mode: args.mode, repo_glob: args.repo_glob };
+    let request = TeamQuery {
+        text: args.text.to_string(),
+        k: args.k,
+        mode: args.mode,
+        repo_glob: args.repo_glob,
+        exclude_remotes: Vec::new(),
+    };
     let embedder_ref: Option<&dyn Embedder> = (args.mode != Mode::Lexical).then_some(&embedder as &dyn Embedder);
     let results = crate::team::search::search(&mut client, &url, embedder_ref, &index_model, &request)?;
     let mut out = io::stdout().lock();
@@ -131,6 +137,7 @@ fn response(results: &TeamResults) -> wire::SearchResponse {
         results: results.results.iter().map(wire::Hit::from_team).collect(),
         budget: None,
         k_capped: None,
+        team: None,
     }
 }
 

@@ -71,8 +71,14 @@ pub(super) async fn execute_command(backend: &Backend, params: ExecuteCommandPar
             let query =
                 Query { k: a.k.unwrap_or(default_k), mode, path_glob: a.path, language, ..Query::new(a.query.clone()) };
             let started = std::time::Instant::now();
-            let (hits, partial, degraded) =
-                backend.blocking(move |ws| Ok((ws.search(&query)?, ws.is_partial(), ws.degraded(query.mode)))).await?;
+            let state = backend.state.clone();
+            let (hits, partial, degraded, team) = backend
+                .blocking(move |ws| {
+                    let hits = ws.search(&query)?;
+                    let team = super::team::section(&state.team, &ws, &query);
+                    Ok((hits, ws.is_partial(), ws.degraded(query.mode), team))
+                })
+                .await?;
             reply(wire::SearchResponse {
                 query: a.query,
                 took_ms: started.elapsed().as_secs_f64() * 1000.0,
@@ -81,6 +87,7 @@ pub(super) async fn execute_command(backend: &Backend, params: ExecuteCommandPar
                 results: hits.iter().map(to_proto::hit).collect(),
                 budget: None,
                 k_capped: None,
+                team,
             })
         }
         "raggrep.findSimilar" => {

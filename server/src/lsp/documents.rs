@@ -99,8 +99,9 @@ pub(super) async fn did_change_configuration(backend: &Backend, params: DidChang
             tracing::warn!("unknown settings ignored: {}", unknown.join(", "));
         }
         let after = backend.state.settings.lock().map(|s| s.clone()).ok();
-        // Clients often resend the initial settings right after start-up: nothing to redo then.
-        if before != after
+        // Clients often resend the initial settings right after start-up, and some settings
+        // only change searches: nothing to re-scan then.
+        if before.zip(after).is_none_or(|(before, after)| before.indexing_differs(&after))
             && let Ok(workspace) = backend.workspace()
         {
             workspace.schedule_all();

@@ -15,6 +15,7 @@ pub mod framing;
 mod log;
 mod progress;
 mod requests;
+mod team;
 mod to_proto;
 mod transport;
 
@@ -48,7 +49,7 @@ pub const COMMANDS: &[&str] = &[
 ];
 /// Settings keys we understand (anything else is logged and ignored).
 const SETTING_KEYS: &[&str] =
-    &["enabled", "include", "exclude", "maxFileSize", "memoryBudgetMb", "modelDir", "defaultK", "logLevel"];
+    &["enabled", "include", "exclude", "maxFileSize", "memoryBudgetMb", "modelDir", "defaultK", "logLevel", "team"];
 /// A workspace with more files than this asks before indexing.
 const ASK_ABOVE_FILES: usize = 20_000;
 /// How long `shutdown` waits for the indexer to publish and stop.
@@ -65,6 +66,8 @@ pub struct State {
     shutdown_requested: std::sync::atomic::AtomicBool,
     /// Wakes handlers waiting for the client (a consent question) when `shutdown` arrives.
     shutting_down: tokio::sync::Notify,
+    /// The team index source the `team` setting asks for.
+    team: Mutex<team::TeamCache>,
 }
 
 pub struct Backend {

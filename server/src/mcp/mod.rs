@@ -597,6 +597,7 @@ impl RaggrepMcp {
                 results: Vec::new(),
                 budget: Some(wire::Budget { tokens: 0, omitted: 0 }),
                 k_capped: capped.map(|asked| format!("k {asked} was capped at {MAX_K}")),
+                team: None,
             };
             let overhead = estimate_tokens(&serde_json::to_string(&response).unwrap_or_default());
             let (results, budget) = budgeted_hits(ws, &hits, budget, overhead);

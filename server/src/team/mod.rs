@@ -21,6 +21,7 @@
 pub mod push;
 pub mod schema;
 pub mod search;
+pub mod source;
 
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -38,6 +39,9 @@ pub enum TeamError {
     Schema { url: String, message: String },
     #[error("{0}")]
     Repo(String),
+    /// The last failure, repeated without asking the database again for a while.
+    #[error("{message} (trying again in {retry_in_s} s)")]
+    Unavailable { message: String, retry_in_s: u64 },
     #[error(transparent)]
     Index(#[from] crate::index::IndexError),
     #[error(transparent)]
@@ -82,6 +86,12 @@ impl TeamUrl {
         config.application_name("raggrep");
         config.connect_timeout(std::time::Duration::from_secs(10));
         Ok(TeamUrl { config, redacted })
+    }
+
+    /// The same URL with another connect timeout (an editor waits less than a CI job).
+    pub fn with_connect_timeout(mut self, timeout: std::time::Duration) -> TeamUrl {
+        self.config.connect_timeout(timeout);
+        self
     }
 
     /// The URL as it may be shown or logged: the password replaced by `***`.

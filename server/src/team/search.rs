@@ -26,6 +26,9 @@ pub struct TeamQuery {
     pub mode: Mode,
     /// Only repositories whose name (`remote@branch`) matches this glob (`*`, `?`).
     pub repo_glob: Option<String>,
+    /// Leave out every branch of these remotes (`github.com/acme/api`): a door that searches
+    /// the local checkout of a repository already has it, fresher than the team's copy.
+    pub exclude_remotes: Vec<String>,
 }
 
 /// One result: a chunk of one repository, in the local engine's terms plus the repository.
@@ -110,10 +113,10 @@ pub fn search(
                  FROM raggrep.chunk c
                  JOIN raggrep.entry e ON e.chunk_key = c.key
                  JOIN raggrep.repo r ON r.id = e.repo_id
-                 WHERE r.name LIKE $2
+                 WHERE r.name LIKE $2 AND NOT (coalesce(r.remote, '') = ANY($4))
                  ORDER BY c.embedding <=> $1::text::vector
                  LIMIT $3",
-                &[vector, &pattern, &limit],
+                &[vector, &pattern, &limit, &query.exclude_remotes],
             )
             .map_err(|e| url.db_error(&e))?;
         for row in found {
@@ -128,7 +131,7 @@ pub fn search(
         // Ranked first, over the matches alone; the cosine (a 384-d distance) and the content are
         // read for the kept rows only.
         let cosine = match &vector {
-            Some(_) => "(1 - (c.embedding <=> $4::text::vector))::real",
+            Some(_) => "(1 - (c.embedding <=> $5::text::vector))::real",
             None => "0::real",
         };
         let sql = format!(
@@ -139,7 +142,7 @@ pub fn search(
                  JOIN raggrep.entry e ON e.chunk_key = c.key
                  JOIN raggrep.repo r ON r.id = e.repo_id,
                  to_tsquery('simple', $1) q
-                 WHERE c.terms @@ q AND r.name LIKE $2
+                 WHERE c.terms @@ q AND r.name LIKE $2 AND NOT (coalesce(r.remote, '') = ANY($4))
                  ORDER BY rank DESC, e.path, e.start_line
                  LIMIT $3)
              SELECT r.name, m.path, m.start_line, m.end_line, m.kind, m.symbol, m.container, c.content, {cosine}, m.rank
@@ -149,8 +152,8 @@ pub fn search(
              ORDER BY m.rank DESC, m.path, m.start_line"
         );
         let found = match &vector {
-            Some(v) => tx.query(&sql, &[&terms, &pattern, &limit, v]),
-            None => tx.query(&sql, &[&terms, &pattern, &limit]),
+            Some(v) => tx.query(&sql, &[&terms, &pattern, &limit, &query.exclude_remotes, v]),
+            None => tx.query(&sql, &[&terms, &pattern, &limit, &query.exclude_remotes]),
         }
         .map_err(|e| url.db_error(&e))?;
         for row in found {
