@@ -92,6 +92,7 @@ cargo bench --locked --bench scale_index -- --chunks 3000
 cargo bench --locked --bench embed_throughput -- --quick --configs 1x0
 cargo bench --locked --bench scoped_update -- --files 3000 --code 50 --rounds 2
 bash benches/team_backend.sh --quick
+bash benches/team_backend.sh --synthetic 5000 --bulk --rounds 1
 
 step "crash loop, quick mode (kill -9 at random points, seed printed; replay with --seed)"
 cargo bench --locked --bench crash_loop -- --iterations 12 --files 40
