@@ -2,10 +2,14 @@
 -- Usage: nvim --clean --headless -l test.lua <fixture-dir> [method] [results-file]
 --   method: 'auto' (default), 'enable' (vim.lsp.config/enable) or 'start' (FileType + vim.lsp.start)
 --   results-file: gets "<passed> <failed>" for run.sh
+-- RAGGREP_TEST_TEAM_URL (run.sh sets it): a team index holding gitlab.example/finance/ledger@trunk,
+-- its password in PGPASSWORD; the client then runs with settings.team = that URL.
 local fixture = assert(arg[1], 'usage: nvim --clean --headless -l test.lua <fixture-dir> [method] [results-file]')
 fixture = vim.fn.resolve(vim.fn.fnamemodify(fixture, ':p')):gsub('/$', '')
 local method = arg[2] or 'auto'
 local results_file = arg[3]
+local team_url = vim.env.RAGGREP_TEST_TEAM_URL ~= '' and vim.env.RAGGREP_TEST_TEAM_URL or nil
+local team_repo = 'gitlab.example/finance/ledger@trunk'
 local plugin_dir = vim.fn.fnamemodify(arg[0], ':p:h:h')
 
 local passed, failed = 0, 0
@@ -71,7 +75,65 @@ local ok_run, err_run = xpcall(function()
   check('setup rejects a bad setting', not pcall(raggrep.setup, { settings = { logLevel = 'loud' } }))
   check('setup rejects an unknown option', not pcall(raggrep.setup, { bogus = true }))
   check('setup rejects a bad ui', not pcall(raggrep.setup, { ui = 'nope' }))
-  raggrep.setup({ method = method, settings = { logLevel = 'info', defaultK = 10 } })
+  -- With run.sh's team index, as a user sets it up (README "The team index"): every search
+  -- below also gets a team section, which must not disturb the local results.
+  raggrep.setup({ method = method, settings = { logLevel = 'info', defaultK = 10, team = team_url } })
+  if not team_url then
+    out('  (no RAGGREP_TEST_TEAM_URL: the real team index is not searched)')
+  end
+
+  -- The `team` setting: a search answer's `team` section (built here, no database needed) is
+  -- shown after the local hits, marked with each hit's repository; a team hit opens a read-only
+  -- scratch buffer, also again from the quickfix list; a team error is one warning.
+  local validate_settings = require('raggrep.config').validate_settings
+  check('settings.team takes true or a URL, not a number', pcall(validate_settings, { team = true })
+    and pcall(validate_settings, { team = 'postgres://dev@db.internal/code' }) and not pcall(validate_settings, { team = 1 }))
+  do
+    local ui = require('raggrep.ui')
+    local local_file = vim.fn.tempname() .. '.txt'
+    vim.fn.writefile({ 'def validate_token(store, token):' }, local_file)
+    local local_hit = { location = 'notes.txt:1-1', path = 'notes.txt', start_line = 1, end_line = 1, symbol = vim.NIL, kind = 'text',
+      language = 'text', score = 0.9, snippet = 'def validate_token(store, token):', uri = vim.uri_from_fname(local_file) }
+    local team = { source = 'postgres://dev:***@db.internal/code', took_ms = 18.5, results = { {
+      location = 'src/auth/token.rs:12-30', path = 'src/auth/token.rs', start_line = 12, end_line = 30,
+      symbol = 'TokenValidator::validate', kind = 'method', language = 'rust', score = 0.735,
+      snippet = 'pub fn validate(&self, token: &str) -> Result<Claims> {\n    self.decode(token)\n}\n', repo = 'github.com/acme/billing@main',
+    } } }
+    local items = ui.search_items({ query = 'validate token', results = { local_hit }, team = team })
+    check('team: its hits follow the local ones', #items == 2 and items[1].filename == local_file and items[2].repo == 'github.com/acme/billing@main', vim.inspect(items))
+    local label = items[2] and ui.format_item(items[2])
+    check('team: an entry names its repository', label == '[github.com/acme/billing@main] src/auth/token.rs:12  TokenValidator::validate — pub fn validate(&self, token: &str) -> Result<Claims> {', label)
+    local real_select = vim.ui.select
+    vim.ui.select = function(entries, _, on_choice) on_choice(entries[2]) end
+    local notes_before = #notes
+    ui.show({ local_hit }, { title = 'team test', kind = 'search', ui = 'select', team = team })
+    vim.ui.select = real_select
+    local function team_buffer_ok()
+      local lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+      return vim.bo.buftype == 'nofile' and not vim.bo.modifiable and vim.bo.filetype == 'rust' and #lines == 4
+        and lines[1] == '// github.com/acme/billing@main · src/auth/token.rs:12-30 · TokenValidator::validate (team index, read-only; first 3 of 19 lines)'
+        and lines[2] == 'pub fn validate(&self, token: &str) -> Result<Claims> {', vim.inspect(lines)
+    end
+    check('team: choosing a hit opens a read-only scratch buffer with a header and the snippet', team_buffer_ok())
+    check('team: no warning when the team index answered', #notes == notes_before)
+    ui.show({ local_hit }, { title = 'team test', kind = 'search', ui = 'quickfix', team = team })
+    vim.cmd('cclose')
+    vim.cmd('silent cfirst')
+    vim.cmd('silent cnext')
+    local first_visit = team_buffer_ok()
+    vim.cmd('silent cprev')
+    vim.cmd('silent cnext')
+    check('team: the quickfix entry opens the hit, also a second time', first_visit and team_buffer_ok(), select(2, team_buffer_ok()))
+    notes_before = #notes
+    local down = { source = 'postgres://dev@db.internal/code', took_ms = 0.1, results = {},
+      error = 'cannot connect to the team index at postgres://dev@db.internal/code: connection refused' }
+    ui.show({ local_hit }, { title = 'team test', kind = 'search', ui = 'quickfix', team = down })
+    vim.cmd('cclose')
+    local warnings = vim.tbl_filter(function(m) return m:find('team index', 1, true) ~= nil end, vim.list_slice(notes, notes_before + 1))
+    check('team: an unavailable team index is one warning, the local hits stay', #warnings == 1 and #vim.fn.getqflist() == 1, vim.inspect(warnings))
+    vim.cmd('enew')
+    os.remove(local_file)
+  end
 
   -- Open a file: the client starts with the fixture as its root and indexes it.
   vim.cmd.edit(fixture .. '/src/auth.py')
@@ -124,6 +186,57 @@ local ok_run, err_run = xpcall(function()
   check('validate_token (src/auth.py:19) in the first 3 entries', found ~= nil, vim.inspect(qf.items[1]))
   check('entry text is "symbol — first snippet line"', found and qf.items[found].text:find('^validate_token — def validate_token') ~= nil, found and qf.items[found].text)
   vim.cmd('cclose') -- :copen focused the quickfix window
+
+  -- settings.team against the real team index (run.sh's PostgreSQL): the local entries, then the
+  -- team index's, each marked with its repository; the ledger's Balance opens as a read-only
+  -- scratch buffer with its snippet.
+  if team_url then
+    n = #shown
+    local notes_at = #notes
+    vim.cmd('Raggrep sum the amounts of every posting of an account')
+    check(':Raggrep with settings.team answers', wait(30000, function() return #shown > n end))
+    qf = vim.fn.getqflist({ items = 1, winid = 1, qfbufnr = 1 })
+    local shown_lines = qf.qfbufnr ~= 0 and vim.api.nvim_buf_get_lines(qf.qfbufnr, 0, -1, false) or {}
+    local first_team, balance
+    for i, item in ipairs(qf.items) do
+      local is_team = item.module ~= '' and vim.startswith(item.module, '[')
+      out(('  #%d %s'):format(i, shown_lines[i] or vim.inspect(item)))
+      if is_team then
+        first_team = first_team or i
+        if item.module:find('[' .. team_repo .. '] src/ledger.go:', 1, true) == 1 and item.text:find('Balance', 1, true) then
+          balance = balance or i
+        end
+      end
+    end
+    local locals_first = first_team ~= nil and first_team > 1
+    for i, item in ipairs(qf.items) do
+      local name = vim.api.nvim_buf_get_name(item.bufnr)
+      local is_local = vim.startswith(name, fixture .. '/') and item.lnum > 0
+      if (first_team and i >= first_team) == is_local then
+        locals_first = false
+      end
+    end
+    check('settings.team: the local entries first, then the team index\'s', locals_first, vim.inspect(shown_lines))
+    check('settings.team: an entry "[' .. team_repo .. '] src/ledger.go:N || Balance — …" in the quickfix window',
+      balance ~= nil and vim.startswith(shown_lines[balance] or '', '[' .. team_repo .. '] src/ledger.go:')
+        and (shown_lines[balance] or ''):find('Balance', 1, true) ~= nil, vim.inspect(shown_lines))
+    check('settings.team: the team index answered without a warning',
+      #vim.tbl_filter(function(m) return m:find('team index', 1, true) ~= nil end, vim.list_slice(notes, notes_at + 1)) == 0,
+      vim.inspect(vim.list_slice(notes, notes_at + 1)))
+    vim.cmd('cclose')
+    if balance then
+      vim.cmd(('silent cc %d'):format(balance))
+      local lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+      local text = table.concat(lines, '\n')
+      check('settings.team: :cc opens Balance in a read-only nofile buffer with its snippet',
+        vim.api.nvim_buf_get_name(0):find('raggrep-team://' .. team_repo .. '/src/ledger.go:', 1, true) == 1
+          and vim.bo.buftype == 'nofile' and not vim.bo.modifiable and vim.bo.filetype == 'go'
+          and (lines[1] or ''):find(team_repo .. ' · src/ledger.go:', 1, true) ~= nil
+          and text:find('func Balance(postings []Posting, account string) int64 {', 1, true) ~= nil,
+        ('%s buftype=%s modifiable=%s filetype=%s\n%s'):format(vim.api.nvim_buf_get_name(0), vim.bo.buftype, vim.bo.modifiable, vim.bo.filetype, text))
+      vim.cmd('enew')
+    end
+  end
 
   local function none_overlaps(items, file, first, last)
     for _, item in ipairs(items) do

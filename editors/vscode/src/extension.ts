@@ -29,6 +29,7 @@ import {
   statusRoots,
 } from './results';
 import { findServer } from './server';
+import { registerTeamDocuments } from './team';
 
 /** The command the server's "Find similar code" code action names (run on the server). */
 const SERVER_FIND_SIMILAR = 'raggrep.findSimilar';
@@ -281,7 +282,9 @@ class Raggrep implements vscode.Disposable {
   search(): void {
     const editor = vscode.window.activeTextEditor;
     const selected = editor && !editor.selection.isEmpty && editor.selection.isSingleLine ? editor.document.getText(editor.selection) : '';
-    showSearch((query) => this.execute<SearchResult>('raggrep.search', { query }), selected.trim());
+    showSearch((query) => this.execute<SearchResult>('raggrep.search', { query }), selected.trim(), {
+      log: (line) => this.output.appendLine(line),
+    });
   }
 
   async findSimilar(args?: unknown): Promise<void> {
@@ -459,6 +462,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   raggrep = r;
   context.subscriptions.push(
     r,
+    registerTeamDocuments(),
     vscode.commands.registerCommand('raggrep.semanticSearch', () => r.search()),
     vscode.commands.registerCommand('raggrep.findSimilarCode', (args?: unknown) => r.findSimilar(args)),
     vscode.commands.registerCommand('raggrep.reindexWorkspace', () => r.reindex()),

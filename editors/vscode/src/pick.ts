@@ -1,11 +1,13 @@
 // The QuickPick for search results: queried as you type, never re-filtered by VS Code.
 
 import * as vscode from 'vscode';
-import { HitItem, Hit, resultsToItems, searchTitle, SearchResult } from './results';
+import { HitItem, Hit, resultsToItems, searchTitle, SearchResult, TeamHitItem, teamRows, TeamSection } from './results';
+import { openTeamHit } from './team';
 
 export const DEBOUNCE_MS = 200;
 
-type Row = vscode.QuickPickItem & { target?: HitItem };
+/** A row leads to a local file (`target`), to a team index hit (`team`), or nowhere (messages). */
+type Row = vscode.QuickPickItem & { target?: HitItem; team?: TeamHitItem };
 
 const openToSide: vscode.QuickInputButton = {
   iconPath: new vscode.ThemeIcon('split-horizontal'),
@@ -30,6 +32,30 @@ function rows(hits: Hit[] | undefined, alwaysShow: boolean): Row[] {
 
 function messageRow(label: string, detail?: string): Row {
   return { label, detail, alwaysShow: true };
+}
+
+/**
+ * Rows of the team section, after the local ones: a separator naming the team index, its error
+ * (a row that leads nowhere) and its hits, which open read-only documents, never files.
+ */
+function teamSectionRows(team: TeamSection | null | undefined): Row[] {
+  return teamRows(team).map((row): Row => {
+    switch (row.kind) {
+      case 'separator':
+        return { label: row.label, kind: vscode.QuickPickItemKind.Separator };
+      case 'error':
+        return messageRow(row.label, row.detail);
+      case 'hit':
+        return {
+          label: row.item.label,
+          description: row.item.description,
+          detail: row.item.detail,
+          alwaysShow: true,
+          buttons: [openToSide],
+          team: row.item,
+        };
+    }
+  });
 }
 
 /**
@@ -68,22 +94,33 @@ function wireOpen(pick: vscode.QuickPick<Row>): void {
     if (row?.target) {
       pick.hide();
       void openHit(row.target);
+    } else if (row?.team) {
+      pick.hide();
+      void openTeamHit(row.team);
     }
   });
   pick.onDidTriggerItemButton((e) => {
     if (e.item.target) {
       void openHit(e.item.target, true);
+    } else if (e.item.team) {
+      void openTeamHit(e.item.team, true);
     }
   });
 }
 
 export type Search = (query: string) => Promise<SearchResult>;
 
+export interface SearchOptions {
+  /** A line for the output channel (a team index error, once per QuickPick and message). */
+  log?: (line: string) => void;
+}
+
 /**
  * "raggrep: Semantic Search": a QuickPick that asks the server (`raggrep.search`) as you type,
- * debounced; the newest query wins, older answers are dropped.
+ * debounced; the newest query wins, older answers are dropped. With the `team` setting on, the
+ * team index's hits follow the local ones under their own separator.
  */
-export function showSearch(search: Search, initial = ''): vscode.QuickPick<Row> {
+export function showSearch(search: Search, initial = '', options: SearchOptions = {}): vscode.QuickPick<Row> {
   const pick = vscode.window.createQuickPick<Row>();
   pick.title = 'raggrep: Semantic Search';
   pick.placeholder = 'Describe the code you are looking for, e.g. "where do we validate tokens"';
@@ -91,6 +128,7 @@ export function showSearch(search: Search, initial = ''): vscode.QuickPick<Row> 
   wireOpen(pick);
   let timer: NodeJS.Timeout | undefined;
   let generation = 0;
+  let loggedTeamError: string | undefined;
 
   const run = async (query: string, mine: number) => {
     pick.busy = true;
@@ -98,8 +136,24 @@ export function showSearch(search: Search, initial = ''): vscode.QuickPick<Row> 
       const result = await search(query);
       if (mine !== generation) return;
       const items = rows(result.results, true);
+      const team = teamSectionRows(result.team);
       pick.title = searchTitle(result);
-      pick.items = items.length > 0 ? items : [messageRow('$(info) No results', result.partial ? 'The index is still being built.' : undefined)];
+      if (team.length > 0) {
+        // The separator says what follows; without a local row, say there was none.
+        const none = items.length > 0 ? [] : [messageRow('$(info) No results in this workspace', result.partial ? 'The index is still being built.' : undefined)];
+        pick.items = [...items, ...none, ...team];
+      } else {
+        pick.items = items.length > 0 ? items : [messageRow('$(info) No results', result.partial ? 'The index is still being built.' : undefined)];
+      }
+      const teamError = typeof result.team?.error === 'string' && result.team.error !== '' ? result.team.error : undefined;
+      // Logged once while it lasts: the same error differs only in its numbers ("trying again in 29 s").
+      const errorKey = teamError?.replace(/\d+/g, 'N');
+      if (teamError && errorKey !== loggedTeamError) {
+        const source = result.team?.source;
+        const named = typeof source === 'string' && source !== '' && !teamError.includes(source) ? ` ${source}` : '';
+        options.log?.(`the team index${named} did not answer "${query}": ${teamError}`);
+      }
+      loggedTeamError = errorKey;
     } catch (err) {
       if (mine !== generation) return;
       pick.title = 'raggrep: Semantic Search';

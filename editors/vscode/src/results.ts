@@ -3,7 +3,9 @@
 //
 // Shapes are the server's (README "Language server", server/src/lsp/to_proto.rs): a hit is the
 // `raggrep query --json` hit object (1-based inclusive lines) plus `uri`, `range` (0-based LSP
-// range over whole lines, ending at column 0 of the line after the hit) and `root`.
+// range over whole lines, ending at column 0 of the line after the hit) and `root`. With the
+// `team` setting on, `raggrep.search` also answers a `team` section: hits of other repositories
+// from the team index, each with its `repo` and without `uri`/`range` (not on this machine).
 
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -19,6 +21,8 @@ export interface Range {
 }
 
 export interface Hit {
+  /** `path:start-end`. */
+  location?: string;
   path: string;
   start_line: number;
   end_line: number;
@@ -30,6 +34,18 @@ export interface Hit {
   uri?: string;
   range?: Range;
   root?: string;
+  /** `remote@branch` of a team index hit (another repository: no `uri`, no `range`). */
+  repo?: string | null;
+}
+
+/** The team index's answer beside a local search (the `team` setting); absent when it is off. */
+export interface TeamSection {
+  /** The database, password hidden: `postgres://dev:***@db.internal/code`. */
+  source?: string;
+  took_ms?: number;
+  results?: Hit[] | null;
+  /** Why the team index could not answer (down, misconfigured); `results` is then empty. */
+  error?: string | null;
 }
 
 /** `raggrep.search` result; `raggrep.findSimilar` has only `results`. */
@@ -38,6 +54,7 @@ export interface SearchResult {
   took_ms?: number;
   partial?: boolean;
   results?: Hit[];
+  team?: TeamSection | null;
 }
 
 /** One root of `raggrep.status` (the fields of `raggrep status --json` plus the live state). */
@@ -148,24 +165,13 @@ export interface ItemOptions {
  *   detail       `1.00 · function · def validate_token(store, token):`
  */
 export function hitToItem(hit: Hit, options: ItemOptions = {}): HitItem {
-  const first = firstLine(hit.snippet);
-  const symbol = typeof hit.symbol === 'string' && hit.symbol !== '' ? hit.symbol : undefined;
-  const name = symbol ?? (first || hit.path);
   let where = `${hit.path}:${hit.start_line}`;
   if (options.multiRoot && hit.root) {
     where = `${path.basename(hit.root)} · ${where}`;
   }
-  const detailParts = [formatScore(hit.score)];
-  if (hit.kind) {
-    detailParts.push(hit.kind);
-  }
-  if (symbol && first) {
-    detailParts.push(first);
-  }
   return {
-    label: `$(${kindIcon(hit.kind)}) ${name}`,
+    ...labelAndDetail(hit),
     description: where,
-    detail: detailParts.join(' · '),
     uri: hitUri(hit),
     range: hitRange(hit),
     line: hit.start_line,
@@ -173,13 +179,188 @@ export function hitToItem(hit: Hit, options: ItemOptions = {}): HitItem {
   };
 }
 
+/** A row's label (icon + symbol or first line) and detail (score · kind · first line). */
+function labelAndDetail(hit: Hit): { label: string; detail: string } {
+  const first = firstLine(hit.snippet);
+  const symbol = typeof hit.symbol === 'string' && hit.symbol !== '' ? hit.symbol : undefined;
+  const name = symbol ?? (first || hit.path);
+  const detailParts = [formatScore(hit.score)];
+  if (hit.kind) {
+    detailParts.push(hit.kind);
+  }
+  if (symbol && first) {
+    detailParts.push(first);
+  }
+  return { label: `$(${kindIcon(hit.kind)}) ${name}`, detail: detailParts.join(' · ') };
+}
+
+/**
+ * Local hits as rows, in the server's order. A hit of another repository (a `repo` and no `uri`)
+ * is left out: `root` + `path` would name a file of this machine that it is not.
+ */
 export function resultsToItems(results: Hit[] | null | undefined, options: ItemOptions = {}): HitItem[] {
-  return (results ?? []).filter(isHit).map((hit) => hitToItem(hit, options));
+  return (results ?? []).filter((hit) => isHit(hit) && !isRemote(hit)).map((hit) => hitToItem(hit, options));
 }
 
 function isHit(value: unknown): value is Hit {
   const hit = value as Hit;
   return typeof hit === 'object' && hit !== null && typeof hit.path === 'string' && typeof hit.start_line === 'number';
+}
+
+function isRemote(hit: Hit): boolean {
+  return typeof hit.repo === 'string' && hit.repo !== '' && !(typeof hit.uri === 'string' && hit.uri !== '');
+}
+
+/** The URI scheme of the read-only documents that show team index hits. */
+export const TEAM_SCHEME = 'raggrep-team';
+
+/** What a team hit opens: a read-only virtual document (`raggrep-team:` URI). */
+export interface TeamDocument {
+  /** The URI's path, `/<repo>/<path>`: the tab is named after the file, and its extension. */
+  path: string;
+  /** The URI's query, the hit's lines (`L12-30`): two hits of one file are two documents. */
+  query: string;
+  /** VS Code's language id for the hit's language, if VS Code has one (not for `text`). */
+  languageId?: string;
+  /** A header comment with repository, location and symbol, then the snippet. */
+  content: string;
+}
+
+/**
+ * A team index hit as a QuickPick row. It has no `uri` or `range` (the file is in another
+ * repository, not on this machine): choosing it opens `document`, never a file.
+ */
+export interface TeamHitItem {
+  label: string;
+  description: string;
+  detail: string;
+  repo: string;
+  /** 1-based first line in its repository, for messages and tests. */
+  line: number;
+  hit: Hit;
+  document: TeamDocument;
+}
+
+/** The team section as rows, after the local ones. */
+export type TeamRow =
+  | { kind: 'separator'; label: string }
+  | { kind: 'error'; label: string; detail: string }
+  | { kind: 'hit'; item: TeamHitItem };
+
+/** raggrep's language names (`wire` Language) → VS Code language ids. */
+const LANGUAGE_IDS: Record<string, string> = {
+  rust: 'rust',
+  python: 'python',
+  javascript: 'javascript',
+  typescript: 'typescript',
+  tsx: 'typescriptreact',
+  go: 'go',
+  java: 'java',
+  c: 'c',
+  cpp: 'cpp',
+  markdown: 'markdown',
+};
+
+/** VS Code's language id for a hit's `language`, or undefined (`text`, unknown). */
+export function languageId(language: string | undefined): string | undefined {
+  return language ? LANGUAGE_IDS[language] : undefined;
+}
+
+/** A line comment in a language (plain text when it has none). */
+export function commentLine(language: string | undefined, text: string): string {
+  switch (language) {
+    case 'python':
+      return `# ${text}`;
+    case 'markdown':
+      return `<!-- ${text} -->`;
+    case 'rust':
+    case 'javascript':
+    case 'typescript':
+    case 'tsx':
+    case 'go':
+    case 'java':
+    case 'c':
+    case 'cpp':
+      return `// ${text}`;
+    default:
+      return text;
+  }
+}
+
+/** The separator above the team rows: `team index · postgres://dev:***@db.internal/code`. */
+export function teamSeparatorLabel(team: TeamSection): string {
+  const source = typeof team.source === 'string' && team.source !== '' ? team.source : 'unknown source';
+  return `team index · ${source}`;
+}
+
+/**
+ * The read-only document of a team hit:
+ *   `// github.com/acme/billing@main · src/auth/token.rs:12-30 · TokenValidator::validate (team index, read-only)`
+ * then the snippet. When the snippet is shorter than the hit, the header says how much is shown.
+ */
+export function teamDocument(hit: Hit): TeamDocument {
+  const repo = repoName(hit);
+  const end = typeof hit.end_line === 'number' && hit.end_line >= hit.start_line ? hit.end_line : hit.start_line;
+  const snippet = (hit.snippet ?? '').replace(/\n+$/, '');
+  const shown = snippet === '' ? 0 : snippet.split('\n').length;
+  const total = end - hit.start_line + 1;
+  const parts = [repo, `${hit.path}:${hit.start_line}-${end}`];
+  const symbol = typeof hit.symbol === 'string' && hit.symbol !== '' ? hit.symbol : undefined;
+  if (symbol) parts.push(symbol);
+  let note = 'team index, read-only';
+  if (shown < total) note += `; first ${shown} of ${total} lines`;
+  const header = commentLine(hit.language, `${parts.join(' · ')} (${note})`);
+  const segments = repo.split('/').filter((s) => s !== '' && s !== '.' && s !== '..');
+  const file = hit.path.split('/').filter((s) => s !== '' && s !== '.' && s !== '..');
+  return {
+    path: '/' + [...segments, ...file].join('/'),
+    query: `L${hit.start_line}-${end}`,
+    languageId: languageId(hit.language),
+    content: snippet === '' ? `${header}\n` : `${header}\n${snippet}\n`,
+  };
+}
+
+function repoName(hit: Hit): string {
+  return typeof hit.repo === 'string' && hit.repo !== '' ? hit.repo : 'unknown repository';
+}
+
+/**
+ * A team hit as a QuickPick row:
+ *   label        `$(symbol-method) TokenValidator::validate`
+ *   description  `github.com/acme/billing@main · src/auth/token.rs:12`
+ *   detail       `0.74 · method · pub fn validate(&self, token: &str) -> Result<Claims> {`
+ */
+export function teamHitToItem(hit: Hit): TeamHitItem {
+  const repo = repoName(hit);
+  const { label, detail } = labelAndDetail(hit);
+  return {
+    label,
+    description: `${repo} · ${hit.path}:${hit.start_line}`,
+    detail,
+    repo,
+    line: hit.start_line,
+    hit,
+    document: teamDocument(hit),
+  };
+}
+
+/**
+ * The rows of a search answer's `team` section: none when it is absent or has neither hits nor
+ * an error; else a separator, the error (a row that leads nowhere) and one row per hit.
+ */
+export function teamRows(team: TeamSection | null | undefined): TeamRow[] {
+  if (typeof team !== 'object' || team === null) return [];
+  const hits = (Array.isArray(team.results) ? team.results : []).filter(isHit);
+  const error = typeof team.error === 'string' && team.error.trim() !== '' ? team.error.trim() : undefined;
+  if (hits.length === 0 && !error) return [];
+  const rows: TeamRow[] = [{ kind: 'separator', label: teamSeparatorLabel(team) }];
+  if (error) {
+    rows.push({ kind: 'error', label: '$(warning) The team index did not answer', detail: error });
+  }
+  for (const hit of hits) {
+    rows.push({ kind: 'hit', item: teamHitToItem(hit) });
+  }
+  return rows;
 }
 
 /** QuickPick title for a search answer. */
@@ -190,6 +371,10 @@ export function searchTitle(result: SearchResult | undefined): string {
     title += ` — ${n} result${n === 1 ? '' : 's'}`;
     if (typeof result.took_ms === 'number') {
       title += ` in ${Math.round(result.took_ms)} ms`;
+    }
+    const team = result.team;
+    if (team && typeof team === 'object' && Array.isArray(team.results) && team.results.length > 0) {
+      title += `, ${team.results.length} from the team index`;
     }
   }
   if (result?.partial) {
@@ -230,13 +415,16 @@ export const SERVER_SETTING_KEYS = [
   'modelDir',
   'defaultK',
   'logLevel',
+  'team',
 ] as const;
 
 /**
  * `raggrep.*` configuration → the server's settings object (initializationOptions and
  * didChangeConfiguration). Client-only keys (`server.*`, `findSimilar.*`, `trace.*`) are not sent;
  * an empty `modelDir` means the server's default and is left out; values of the wrong type are
- * left out (the server would reject the whole object).
+ * left out (the server would reject the whole object). `team` is always sent when valid, `false`
+ * too: the server keeps keys a change leaves out, so turning it off must say so. An empty URL
+ * is `false`.
  */
 export function serverSettings(get: (key: string) => unknown): Record<string, unknown> {
   const out: Record<string, unknown> = {};
@@ -262,6 +450,9 @@ export function serverSettings(get: (key: string) => unknown): Record<string, un
   positive('defaultK');
   const level = get('logLevel');
   if (level === 'error' || level === 'warn' || level === 'info' || level === 'debug') out.logLevel = level;
+  const team = get('team');
+  if (typeof team === 'boolean') out.team = team;
+  else if (typeof team === 'string') out.team = team.trim() === '' ? false : team.trim();
   return out;
 }
 

@@ -2,7 +2,7 @@
 local M = {}
 
 --- Server settings (sent as initializationOptions; see the server README for their meaning).
-M.setting_keys = { 'enabled', 'include', 'exclude', 'maxFileSize', 'memoryBudgetMb', 'modelDir', 'defaultK', 'logLevel' }
+M.setting_keys = { 'enabled', 'include', 'exclude', 'maxFileSize', 'memoryBudgetMb', 'modelDir', 'defaultK', 'logLevel', 'team' }
 
 M.defaults = {
   -- Without cmd or bundle: the server of the release bundle this plugin came in, else PATH's.
@@ -135,6 +135,8 @@ function M.validate_settings(settings)
   validate('settings.modelDir', s.modelDir, 'string', true)
   validate('settings.defaultK', s.defaultK, nilable(positive), false, 'positive number')
   validate('settings.logLevel', s.logLevel, nilable(log_level), false, "'error', 'warn', 'info' or 'debug'")
+  -- false (the server's default), true (the team index configured for the CLI) or a URL.
+  validate('settings.team', s.team, { 'boolean', 'string' }, true)
 end
 
 --- Merges user options over the defaults, validates, and stores them.

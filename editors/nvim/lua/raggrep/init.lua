@@ -84,7 +84,8 @@ function M.search(query, opts)
     if value(result.partial) then
       title = title .. ' (index still building)'
     end
-    require('raggrep.ui').show(result.results, { title = title, kind = 'search', ui = opts.ui })
+    -- With the `team` setting, `result.team` holds the team index's hits (other repositories).
+    require('raggrep.ui').show(result.results, { title = title, kind = 'search', ui = opts.ui, team = value(result.team) })
   end)
 end
 

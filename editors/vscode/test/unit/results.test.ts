@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
+  commentLine,
   firstLine,
   foldProgress,
   formatScore,
@@ -10,14 +11,20 @@ import {
   hitToItem,
   hitUri,
   kindIcon,
+  languageId,
   lineRange,
   resultsToItems,
+  SearchResult,
   searchTitle,
   serverSettings,
   similarRange,
   similarTitle,
   statusBar,
   statusRoots,
+  TEAM_SCHEME,
+  teamDocument,
+  teamRows,
+  teamSeparatorLabel,
 } from '../../src/results';
 
 // As `raggrep.search` returns it over LSP (server/src/lsp/to_proto.rs hit_json).
@@ -140,6 +147,7 @@ test('serverSettings sends the server keys only, with sane values', () => {
     modelDir: '  ',
     defaultK: 10,
     logLevel: 'debug',
+    team: false,
     'server.path': '/x/raggrep',
     'findSimilar.show': 'peek',
   };
@@ -151,9 +159,20 @@ test('serverSettings sends the server keys only, with sane values', () => {
     memoryBudgetMb: 500,
     defaultK: 10,
     logLevel: 'debug',
+    team: false,
   });
   const bad: Record<string, unknown> = { enabled: 'yes', maxFileSize: -1, defaultK: 0, logLevel: 'loud', modelDir: 'bge-small' };
   assert.deepEqual(serverSettings((k) => bad[k]), { modelDir: 'bge-small' });
+});
+
+test('serverSettings sends team: false, true, a trimmed URL; an empty URL is false', () => {
+  assert.deepEqual(serverSettings((k) => (k === 'team' ? true : undefined)), { team: true });
+  assert.deepEqual(serverSettings((k) => (k === 'team' ? false : undefined)), { team: false });
+  assert.deepEqual(serverSettings((k) => (k === 'team' ? ' postgres://dev@db.internal/code ' : undefined)), {
+    team: 'postgres://dev@db.internal/code',
+  });
+  assert.deepEqual(serverSettings((k) => (k === 'team' ? '  ' : undefined)), { team: false });
+  assert.deepEqual(serverSettings((k) => (k === 'team' ? 1 : undefined)), {});
 });
 
 const readyRoot = {
@@ -205,4 +224,99 @@ test('$/progress begin/report/end fold into one state', () => {
   s = foldProgress(s, { kind: 'report', message: 'building the vector graph' });
   assert.equal(s?.percentage, 50);
   assert.equal(foldProgress(s, { kind: 'end', message: 'done' }), undefined);
+});
+
+// The `team` section of `raggrep.search` with the `team` setting on (server/src/wire.rs
+// TeamSection; snapshot search_response_with_the_team_index_as_an_extra_source).
+const teamHit: Hit = {
+  location: 'src/auth/token.rs:12-30',
+  path: 'src/auth/token.rs',
+  start_line: 12,
+  end_line: 30,
+  symbol: 'TokenValidator::validate',
+  kind: 'method',
+  language: 'rust',
+  score: 0.735,
+  snippet: 'pub fn validate(&self, token: &str) -> Result<Claims> {\n    let claims = self.decode(token)?;\n    Ok(claims)\n',
+  repo: 'github.com/acme/billing@main',
+};
+const withTeam: SearchResult = {
+  query: 'validate token',
+  took_ms: 3.0,
+  partial: false,
+  results: [validateToken],
+  team: { source: 'postgres://dev:***@db.internal/code', took_ms: 18.5, results: [teamHit] },
+};
+
+test('team section: a separator naming the team index, then one row per hit with its repository', () => {
+  const rows = teamRows(withTeam.team);
+  assert.equal(rows.length, 2);
+  assert.deepEqual(rows[0], { kind: 'separator', label: 'team index · postgres://dev:***@db.internal/code' });
+  assert.equal(rows[1].kind, 'hit');
+  const item = rows[1].kind === 'hit' ? rows[1].item : undefined;
+  assert.ok(item);
+  assert.equal(item.label, '$(symbol-method) TokenValidator::validate');
+  assert.equal(item.description, 'github.com/acme/billing@main · src/auth/token.rs:12');
+  assert.equal(item.detail, '0.73 · method · pub fn validate(&self, token: &str) -> Result<Claims> {');
+  assert.equal(item.repo, 'github.com/acme/billing@main');
+  assert.equal(item.line, 12);
+  assert.equal(item.hit, teamHit);
+  assert.equal(teamSeparatorLabel({}), 'team index · unknown source');
+});
+
+test('team hits never lead to a file: no uri or range, a raggrep-team document instead', () => {
+  for (const row of teamRows(withTeam.team)) {
+    if (row.kind !== 'hit') continue;
+    assert.equal('uri' in row.item, false);
+    assert.equal('range' in row.item, false);
+    assert.equal(row.item.document.path, '/github.com/acme/billing@main/src/auth/token.rs');
+    assert.equal(row.item.document.query, 'L12-30');
+  }
+  assert.equal(TEAM_SCHEME, 'raggrep-team');
+  // A team hit that came with the local results is not taken for a file of this workspace.
+  assert.deepEqual(resultsToItems([teamHit, validateToken]).map((i) => i.uri), ['file:///work/ws/src/auth.py']);
+  // Unless the server did give it a local uri.
+  assert.equal(resultsToItems([{ ...teamHit, uri: 'file:///work/ws/src/auth/token.rs' }]).length, 1);
+});
+
+test('a team document: a header comment with repository, location and symbol, then the snippet', () => {
+  const doc = teamDocument(teamHit);
+  assert.equal(doc.languageId, 'rust');
+  assert.equal(
+    doc.content,
+    '// github.com/acme/billing@main · src/auth/token.rs:12-30 · TokenValidator::validate (team index, read-only; first 3 of 19 lines)\n' +
+      'pub fn validate(&self, token: &str) -> Result<Claims> {\n    let claims = self.decode(token)?;\n    Ok(claims)\n',
+  );
+  const python = teamDocument({ ...teamHit, language: 'python', symbol: null, start_line: 1, end_line: 2, snippet: 'import os\nimport re' });
+  assert.equal(python.content, '# github.com/acme/billing@main · src/auth/token.rs:1-2 (team index, read-only)\nimport os\nimport re\n');
+  const text = teamDocument({ ...teamHit, language: 'text', path: '../../etc/notes.txt' });
+  assert.equal(text.languageId, undefined);
+  assert.match(text.content, /^github\.com\/acme\/billing@main · \.\.\/\.\.\/etc\/notes\.txt:12-30 /);
+  assert.equal(text.path, '/github.com/acme/billing@main/etc/notes.txt');
+  assert.equal(languageId('tsx'), 'typescriptreact');
+  assert.equal(languageId('cpp'), 'cpp');
+  assert.equal(languageId(undefined), undefined);
+  assert.equal(commentLine('markdown', 'x'), '<!-- x -->');
+  assert.equal(commentLine('go', 'x'), '// x');
+});
+
+test('a team index that could not answer: the separator and one error row, no hit rows', () => {
+  const error = 'cannot connect to the team index at postgres://dev@db.internal/code: connection refused (trying again in 29 s)';
+  const rows = teamRows({ source: 'postgres://dev@db.internal/code', took_ms: 0.1, results: [], error });
+  assert.deepEqual(rows, [
+    { kind: 'separator', label: 'team index · postgres://dev@db.internal/code' },
+    { kind: 'error', label: '$(warning) The team index did not answer', detail: error },
+  ]);
+});
+
+test('no team section, or one with neither hits nor an error: no team rows, local rows as before', () => {
+  assert.deepEqual(teamRows(undefined), []);
+  assert.deepEqual(teamRows(null), []);
+  assert.deepEqual(teamRows({ source: 'postgres://dev@db/code', took_ms: 4, results: [] }), []);
+  assert.deepEqual(teamRows({ source: 'x', results: [null as unknown as Hit, { path: 3 } as unknown as Hit] }), []);
+  // The local rows do not depend on the team section.
+  assert.deepEqual(resultsToItems(withTeam.results), resultsToItems([validateToken]));
+  assert.deepEqual(resultsToItems(withTeam.results)[0], hitToItem(validateToken));
+  assert.equal(searchTitle({ ...withTeam, team: undefined }), 'raggrep: Semantic Search — 1 result in 3 ms');
+  assert.equal(searchTitle(withTeam), 'raggrep: Semantic Search — 1 result in 3 ms, 1 from the team index');
 });
