@@ -287,10 +287,13 @@ export function commentLine(language: string | undefined, text: string): string 
   }
 }
 
-/** The separator above the team rows: `team index · postgres://dev:***@db.internal/code`. */
-export function teamSeparatorLabel(team: TeamSection): string {
-  const source = typeof team.source === 'string' && team.source !== '' ? team.source : 'unknown source';
-  return `team index · ${source}`;
+/**
+ * The separator above the team rows: `team index`. VS Code draws a separator's label at the end
+ * of the row below it, so a long label (the database URL) left the first team row unreadable;
+ * the URL is in the error row's detail and in the output channel's lines instead.
+ */
+export function teamSeparatorLabel(_team: TeamSection): string {
+  return 'team index';
 }
 
 /**

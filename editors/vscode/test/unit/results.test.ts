@@ -251,7 +251,7 @@ const withTeam: SearchResult = {
 test('team section: a separator naming the team index, then one row per hit with its repository', () => {
   const rows = teamRows(withTeam.team);
   assert.equal(rows.length, 2);
-  assert.deepEqual(rows[0], { kind: 'separator', label: 'team index · postgres://dev:***@db.internal/code' });
+  assert.deepEqual(rows[0], { kind: 'separator', label: 'team index' });
   assert.equal(rows[1].kind, 'hit');
   const item = rows[1].kind === 'hit' ? rows[1].item : undefined;
   assert.ok(item);
@@ -261,7 +261,7 @@ test('team section: a separator naming the team index, then one row per hit with
   assert.equal(item.repo, 'github.com/acme/billing@main');
   assert.equal(item.line, 12);
   assert.equal(item.hit, teamHit);
-  assert.equal(teamSeparatorLabel({}), 'team index · unknown source');
+  assert.equal(teamSeparatorLabel({}), 'team index');
 });
 
 test('team hits never lead to a file: no uri or range, a raggrep-team document instead', () => {
@@ -304,7 +304,7 @@ test('a team index that could not answer: the separator and one error row, no hi
   const error = 'cannot connect to the team index at postgres://dev@db.internal/code: connection refused (trying again in 29 s)';
   const rows = teamRows({ source: 'postgres://dev@db.internal/code', took_ms: 0.1, results: [], error });
   assert.deepEqual(rows, [
-    { kind: 'separator', label: 'team index · postgres://dev@db.internal/code' },
+    { kind: 'separator', label: 'team index' },
     { kind: 'error', label: '$(warning) The team index did not answer', detail: error },
   ]);
 });
