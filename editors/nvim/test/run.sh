@@ -8,6 +8,12 @@
 # with vim.lsp.config/vim.lsp.enable (0.11+), once with the FileType autocmd + vim.lsp.start path
 # (what Neovim 0.10 uses). Then install.sh: the plugin installed from the release tarball with
 # Neovim's built-in packages and with lazy.nvim, no raggrep on PATH and an empty cache.
+# Both test.lua runs also search a team index (settings.team): a real PostgreSQL 17 + pgvector on
+# loopback (tests/pg/postgres.sh: cached, ~0 s after the first install) started here, stopped on
+# exit (also after a failure or an interruption), holding one repository pushed with the same
+# binary, gitlab.example/finance/ledger@trunk. Its URL goes to test.lua in RAGGREP_TEST_TEAM_URL,
+# its password in PGPASSWORD (the server inherits it from Neovim). A team index that cannot be
+# installed or started is a failure (test.lua then runs without it).
 # The last line is "N passed, M failed".
 #
 # Environment: RAGGREP_BIN (server binary; default target/release/raggrep of this checkout),
@@ -70,7 +76,62 @@ ln "$bin" "$bundle/bin/raggrep" 2>/dev/null || cp "$bin" "$bundle/bin/raggrep"
 ln -s "$RAGGREP_HOME/models/all-minilm-l6-v2-int8" "$bundle/share/raggrep/models/"
 ln -s "$RAGGREP_HOME/runtime/onnxruntime-1.31.1" "$bundle/share/raggrep/runtime/"
 export RAGGREP_TEST_BUNDLE="$bundle" RAGGREP_TEST_EMPTY_CACHE="$tmp/empty-cache"
-trap 'cleanup; rm -rf "$bundle"' EXIT
+pg() { bash "$repo/tests/pg/postgres.sh" "$@"; }
+trap 'pg stop "$tmp/pgdata" >/dev/null 2>&1; cleanup; rm -rf "$bundle"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# The team index: PostgreSQL with one pushed repository, from a git checkout whose remote is not
+# the test workspace's (the team section leaves out the workspace's own repository).
+team_url=""
+team_password=""
+start_team_index() { # prints why on stderr and returns non-zero when something is missing
+  local admin_url port ledger="$tmp/ledger" pushed
+  pg install >/dev/null || { echo "tests/pg/postgres.sh install failed" >&2; return 1; }
+  admin_url="$(pg start "$tmp/pgdata")" || { echo "tests/pg/postgres.sh start failed" >&2; return 1; }
+  team_password="${admin_url#postgres://postgres:}"
+  team_password="${team_password%%@*}"
+  port="$(sed -E 's|.*:([0-9]+)/.*|\1|' <<<"$admin_url")"
+  pg psql "$tmp/pgdata" -d postgres -qc "CREATE DATABASE code" >/dev/null || return 1
+  team_url="postgres://postgres@127.0.0.1:$port/code?sslmode=disable"
+  mkdir -p "$ledger/src"
+  cat >"$ledger/src/ledger.go" <<'GO'
+package ledger
+
+// Balance sums the amounts of every posting of an account, in cents.
+func Balance(postings []Posting, account string) int64 {
+	var total int64
+	for _, p := range postings {
+		if p.Account == account {
+			total += p.Cents
+		}
+	}
+	return total
+}
+
+// Posting is one line of a journal entry.
+type Posting struct {
+	Account string
+	Cents   int64
+}
+GO
+  (
+    export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@example.invalid GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@example.invalid
+    cd "$ledger" && git init -q -b trunk && git remote add origin git@gitlab.example:finance/ledger.git \
+      && git add -A && git commit -qm init
+  ) || return 1
+  pushed="$(RAGGREP_LOG=warn PGPASSWORD="$team_password" "$bin" push "$ledger" --to "$team_url" --json)" || return 1
+  grep -q '"repo": *"gitlab.example/finance/ledger@trunk"' <<<"$pushed" || { echo "push answered: $pushed" >&2; return 1; }
+}
+t=$SECONDS
+if start_team_index; then
+  passed=$((passed + 1))
+  echo "ok   team index: PostgreSQL + pgvector on 127.0.0.1, gitlab.example/finance/ledger@trunk pushed ($((SECONDS - t)) s)"
+else
+  failed=$((failed + 1))
+  echo "FAIL team index: PostgreSQL 17 + pgvector started and gitlab.example/finance/ledger@trunk pushed (tests/pg/postgres.sh); test.lua runs without it"
+  team_url=""
+fi
 
 for method in enable start; do
   work="$tmp/$method"
@@ -79,7 +140,8 @@ for method in enable start; do
   mkdir -p "$work/ws/.git"   # a project marker: no "index this folder?" prompt
   for d in config data state cache; do mkdir -p "$work/xdg/$d"; done
   echo "--- nvim test ($method)"
-  XDG_CONFIG_HOME="$work/xdg/config" XDG_DATA_HOME="$work/xdg/data" \
+  RAGGREP_TEST_TEAM_URL="$team_url" PGPASSWORD="$team_password" \
+    XDG_CONFIG_HOME="$work/xdg/config" XDG_DATA_HOME="$work/xdg/data" \
     XDG_STATE_HOME="$work/xdg/state" XDG_CACHE_HOME="$work/xdg/cache" \
     timeout "${NVIM_TEST_TIMEOUT:-600}" \
     "$nvim" --clean --headless -l "$here/test.lua" "$work/ws" "$method" "$work/result" </dev/null

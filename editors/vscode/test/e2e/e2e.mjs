@@ -13,6 +13,10 @@
 // ARTIFACTS        where screenshots and logs go (kept after the run)
 // RESULTS          file that gets "<passed> <failed>"
 // E2E_TIMEOUT      seconds for the whole run (default 300)
+// TEAM_URL         a team index (postgres://USER@HOST:PORT/DB?sslmode=disable) holding
+//                  gitlab.example/finance/ledger@trunk, its password in PGPASSWORD (inherited by
+//                  code-server and so by the server): the raggrep.team scenario; without it that
+//                  scenario is not run (run.sh always sets it, or fails)
 //
 // Every wait is bounded and says what it waited for; there are no fixed sleeps.
 import { chromium } from 'playwright-core';
@@ -36,9 +40,14 @@ const artifacts = path.resolve(env('ARTIFACTS'));
 const resultsFile = process.env.RESULTS;
 const totalTimeout = Number(process.env.E2E_TIMEOUT ?? 300) * 1000;
 const keep = process.env.KEEP_TMP === '1';
+const teamUrl = process.env.TEAM_URL ?? '';
 
 const QUERY = 'check whether an API token is still valid';
 const EXPECTED = { file: 'src/auth.py', line: 19, symbol: 'validate_token' };
+// The team index scenario: a question only the team index's repository answers well.
+const TEAM_QUERY = 'sum the amounts of every posting of an account';
+const TEAM_REPO = 'gitlab.example/finance/ledger@trunk';
+const TEAM_DOWN_URL = 'postgres://x@127.0.0.1:9/code?sslmode=disable';
 
 let passed = 0;
 let failed = 0;
@@ -432,6 +441,10 @@ async function main() {
   await page.screenshot({ path: path.join(artifacts, 'context.png') });
   await clearToasts();
 
+  // raggrep.team: the team index as an extra source of Semantic Search.
+  if (teamUrl) await teamIndex({ palette, editSettings, title });
+  else note('the raggrep.team scenario is not run: TEAM_URL is not set (run.sh sets it)');
+
   // A server path that points nowhere: the extension restarts, says what is wrong and how to fix
   // it, and the status bar shows the error.
   const missing = path.join(tmp, 'no-such-dir', 'raggrep');
@@ -444,6 +457,197 @@ async function main() {
   await page.screenshot({ path: path.join(artifacts, 'server-not-found.png') });
 
   check('no uncaught errors in the page', pageErrors.length === 0, pageErrors.slice(0, 3).join(' | '));
+}
+
+/** Collapses whitespace (the editor renders spaces as U+00A0). */
+function clean(text) {
+  return text.replace(/\u00a0/g, ' ').replace(/\s+/g, ' ').trim();
+}
+
+const QUICK_PICK_ROWS = '.quick-input-widget .quick-input-list .monaco-list-row';
+
+/**
+ * Every row of the open QuickPick, in order, as { index, text }. The list is virtual (only the
+ * visible rows are in the page), so it is walked with ArrowDown, as a user scrolls, until the
+ * focus wraps around or stops, or until the focused row contains `stopAt`; that row stays focused
+ * (`focused` is its position in `rows`). A separator is its own row or the heading of the row
+ * after it; either way its text is in `rows`.
+ */
+async function walkQuickPick(stopAt) {
+  const seen = new Map();
+  const result = (focusedIndex) => {
+    const rows = [...seen.entries()].sort((a, b) => a[0] - b[0]).map(([index, text]) => ({ index, text }));
+    return { rows, focused: rows.findIndex((r) => r.index === focusedIndex) };
+  };
+  let last = -1;
+  for (let step = 0; step < 60; step++) {
+    const snapshot = await page.$$eval(QUICK_PICK_ROWS, (els) =>
+      els.map((el) => ({ index: Number(el.getAttribute('data-index')), text: el.innerText, focused: el.classList.contains('focused') })),
+    );
+    for (const row of snapshot) if (!Number.isNaN(row.index)) seen.set(row.index, clean(row.text));
+    const now = snapshot.find((row) => row.focused);
+    if (!now || now.index <= last) break; // nothing focused, or back at the top
+    last = now.index;
+    if (stopAt && clean(now.text).includes(stopAt)) return result(now.index);
+    await page.keyboard.press('ArrowDown');
+    await page
+      .waitForFunction(
+        ([selector, previous]) => document.querySelector(`${selector}.focused`)?.getAttribute('data-index') !== previous,
+        [QUICK_PICK_ROWS, String(last)],
+        { timeout: 2_000 },
+      )
+      .catch(() => {}); // the last row: the focus stays
+  }
+  return result(-1);
+}
+
+/**
+ * raggrep.team, set the way a user does (the user settings.json editor): with the URL of run.sh's
+ * team index, Semantic Search lists this workspace's rows, then a "team index" separator and the team index's rows with their repository; choosing one opens its snippet in a
+ * read-only raggrep-team: document, not a file. With a team index that is down the local rows
+ * still come, with an error row that leads nowhere and a line in the output channel; with the
+ * setting back to false there is no team section.
+ */
+async function teamIndex({ palette, editSettings, title }) {
+  const searchTitle = title.filter({ hasText: 'raggrep: Semantic Search' });
+  const answered = title.filter({ hasText: /raggrep: Semantic Search — \d+ results? in \d+ ms/ });
+  const box = page.locator('.quick-input-widget .quick-input-box input');
+  // A local row: score · kind, and nothing of the team index (the only other repository is the ledger).
+  const isLocal = (text) => /\d\.\d\d · /.test(text) && !text.includes('team index') && !text.includes('gitlab.example');
+  /**
+   * Semantic Search for TEAM_QUERY until `wanted(rows)` holds: a changed setting reaches the
+   * server shortly after the settings file is saved, so an answer may still be the old one.
+   * The QuickPick is left open, walked to the row with `stopAt` when there is one.
+   */
+  const search = async (what, wanted, stopAt) => {
+    let walked = { rows: [], focused: -1 };
+    for (let attempt = 1; attempt <= 4; attempt++) {
+      if (!(await palette('raggrep: Semantic Search')) || !(await visible(searchTitle, 10_000))) return walked;
+      await box.fill(TEAM_QUERY);
+      if (!(await visible(answered, 30_000))) {
+        note(`${what}: no answer in 30 s`);
+      } else {
+        walked = await walkQuickPick(stopAt);
+        if (wanted(walked.rows)) break;
+      }
+      note(`${what}: not yet (attempt ${attempt}): ${walked.rows.map((r) => r.text).join(' | ') || '(no rows)'}`);
+      await page.keyboard.press('Escape');
+      await searchTitle.first().waitFor({ state: 'hidden', timeout: 5_000 }).catch(() => {});
+    }
+    note(`${what}: ${(await title.innerText().catch(() => '')).trim()}`);
+    walked.rows.forEach((r) => note(`  #${r.index} ${r.text}`));
+    return walked;
+  };
+  const closeSearch = async () => {
+    await page.keyboard.press('Escape');
+    await searchTitle.first().waitFor({ state: 'hidden', timeout: 5_000 }).catch(() => {});
+  };
+
+  // The team index up: local rows, the separator, the ledger's Balance with its repository.
+  if (!(await editSettings({ 'raggrep.team': teamUrl }))) return;
+  const up = await search('team index up', (rows) => rows.some((r) => r.text.includes(TEAM_REPO)), TEAM_REPO);
+  const rows = up.rows.map((r) => r.text);
+  const separator = rows.findIndex((t) => t.includes('team index'));
+  const ledger = rows.findIndex((t) => t.includes(TEAM_REPO));
+  await page.screenshot({ path: path.join(artifacts, 'team-search.png') });
+  // VS Code draws a separator's label at the right end of the row after it: the first team row
+  // must keep room for its own label and repository (a long separator label once left it "B…").
+  const fit = await page
+    .$eval(`${QUICK_PICK_ROWS}.focused`, (el) => {
+      const label = el.querySelector('.monaco-icon-label-container');
+      const separator = el.querySelector('.quick-input-list-separator');
+      return { shown: label?.clientWidth ?? 0, full: label?.scrollWidth ?? 0, separator: separator?.offsetWidth ?? 0 };
+    })
+    .catch(() => ({ shown: 0, full: 0, separator: 0 }));
+  const fitText = `label and description ${fit.shown} of ${fit.full} px wide, separator label ${fit.separator} px`;
+  note(`first team row: ${fitText}`);
+  check(
+    'with raggrep.team set, Semantic Search lists the local rows first, then a "team index" separator',
+    separator > 0 && rows.slice(0, separator).every(isLocal) && /team index/.test(rows[separator]),
+    rows.join(' | ') || '(no rows)',
+  );
+  check('the first team row shows its label and repository in full (the separator label leaves it room)', fit.full > 0 && fit.shown >= fit.full - 2, fitText);
+  check(
+    `a row after the separator is Balance from ${TEAM_REPO} (src/ledger.go)`,
+    ledger >= separator && separator >= 0 && /Balance/.test(rows[ledger]) && rows[ledger].includes(`${TEAM_REPO} · src/ledger.go:`),
+    rows[ledger] ?? rows.join(' | '),
+  );
+  check('the title counts the team index\'s results', /\d+ from the team index/.test(await title.innerText().catch(() => '')), await title.innerText().catch(() => ''));
+  check('no password in the rows', !!process.env.PGPASSWORD && !rows.some((t) => t.includes(process.env.PGPASSWORD)));
+  if (up.focused < 0 || ledger < 0) {
+    await closeSearch();
+    return;
+  }
+
+  // Enter on it (focused by the walk): a read-only raggrep-team: document with the snippet.
+  await page.keyboard.press('Enter');
+  const tab = page.locator('.tabs-container .tab.active').filter({ hasText: 'ledger.go' });
+  const opened = await visible(tab, 15_000);
+  check('choosing it opens a "ledger.go" editor tab', opened, await page.locator('.tabs-container').innerText().catch(() => '(no tabs)'));
+  if (opened) {
+    const editor = page.locator('.editor-group-container.active .editor-instance');
+    const lines = editor.locator('.view-lines');
+    await visible(lines, 10_000);
+    const text = clean(await lines.first().innerText().catch(() => ''));
+    const uri = (await editor.locator('[data-uri]').first().getAttribute('data-uri').catch(() => null)) ?? '(no data-uri)';
+    note(`team document ${uri}: ${text.slice(0, 200)}`);
+    check('the document is a raggrep-team: document, not a file', uri.startsWith('raggrep-team:') && uri.includes('ledger.go'), uri);
+    check(`it shows func Balance under a header naming ${TEAM_REPO}`, text.includes('func Balance') && text.includes(`${TEAM_REPO} · src/ledger.go:`) && text.includes('team index, read-only'), text.slice(0, 300));
+    const mode = page.locator('[id="status.editor.mode"]');
+    check('in the Go language mode', await visible(mode.filter({ hasText: /^\s*Go\s*$/ }), 5_000), await mode.innerText().catch(() => '(no language mode)'));
+    // Typing is refused, as in any read-only editor.
+    await lines.first().click();
+    await page.keyboard.type('x');
+    const refused = await visible(page.locator('.monaco-editor-overlaymessage').filter({ hasText: /read-only/i }), 5_000);
+    const after = clean(await lines.first().innerText().catch(() => ''));
+    check('it is read-only: typing is refused and changes nothing', refused && after === text && (await page.locator('.tabs-container .tab.active.dirty').count()) === 0, after === text ? 'no "read-only" message' : after.slice(0, 200));
+    await page.screenshot({ path: path.join(artifacts, 'team-document.png') });
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('Control+W');
+  }
+
+  // A team index that is down: local rows, the separator and an error row that leads nowhere.
+  if (await editSettings({ 'raggrep.team': TEAM_DOWN_URL })) {
+    const errorRow = 'The team index did not answer';
+    const down = await search('team index down', (rows) => rows.some((r) => r.text.includes(errorRow)), errorRow);
+    const texts = down.rows.map((r) => r.text);
+    const sep = texts.findIndex((t) => t.includes('team index'));
+    const err = texts.findIndex((t) => t.includes(errorRow));
+    await page.screenshot({ path: path.join(artifacts, 'team-down.png') });
+    check(
+      'with a team index that is down, the local rows still come first, then an error row naming it',
+      sep > 0 && texts.slice(0, sep).every(isLocal) && err >= sep && /cannot connect/.test(texts[err]) && texts[err].includes('127.0.0.1:9'),
+      texts.join(' | ') || '(no rows)',
+    );
+    if (down.focused >= 0) {
+      await page.keyboard.press('Enter');
+      // Bounded wait for something that must not happen: the QuickPick closing.
+      const stayed = await searchTitle
+        .first()
+        .waitFor({ state: 'hidden', timeout: 1_500 })
+        .then(() => false)
+        .catch(() => true);
+      check('the error row cannot be chosen (Enter leaves the QuickPick open)', stayed);
+    }
+    let logged = '';
+    for (const deadline = Date.now() + 10_000; !logged && Date.now() < deadline; ) {
+      for (const log of outputLogs()) {
+        const line = fs.readFileSync(log, 'utf8').split('\n').find((l) => l.includes('did not answer') && l.includes('127.0.0.1:9'));
+        if (line) logged = line;
+      }
+      if (!logged) await new Promise((r) => setTimeout(r, 200));
+    }
+    check('the output channel says why the team index did not answer', logged !== '', '(no "did not answer" line)');
+    await closeSearch();
+  }
+
+  // The setting back to false: this workspace only.
+  if (await editSettings({ 'raggrep.team': false })) {
+    const off = await search('team index off', (rows) => rows.length > 0 && !rows.some((r) => r.text.includes('team index')));
+    const texts = off.rows.map((r) => r.text);
+    check('with raggrep.team back to false, only local rows', texts.length > 0 && texts.every(isLocal), texts.join(' | ') || '(no rows)');
+    await closeSearch();
+  }
 }
 
 function outputLogs() {
