@@ -70,7 +70,6 @@ ROOT_PACKAGES=("postgresql-$PG_MAJOR" "postgresql-$PG_MAJOR-pgvector" "postgresq
 # Marked installed, never fetched: Debian's cluster wrappers and maintainer-script helpers.
 NOT_NEEDED=(postgresql-common postgresql-client-common debconf locales locales-all ssl-cert tzdata sensible-utils)
 LAYOUT_REV=1 # bump when the extraction, pruning or patching changes: forces a reinstall
-DEFAULT_KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 
 RAGGREP_HOME="${RAGGREP_HOME:-$HOME/.cache/raggrep}"
 TOOLS="$RAGGREP_HOME/tools"
@@ -97,48 +96,16 @@ is_installed() { [ "$(cat "$MARKER" 2>/dev/null)" = "$STAMP" ] && [ -x "$BINDIR/
 
 # --- install ----------------------------------------------------------------------------------
 
-# debian_mirror: this machine's Debian archive and its keyring.
+# private_apt_root: a private apt root on this machine's Debian archive.
 # shellcheck source=../support/debian_mirror.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../support/debian_mirror.sh"
 
-# Writes the private apt configuration for trixie under $DIR/apt and updates its lists.
+# A private apt root for trixie under $DIR/apt, with its lists updated.
 apt_setup() {
-  local apt="$DIR/apt" mirror uri keyring conf
-  mirror="$(debian_mirror)" || die "no Debian mirror found in /etc/apt/sources.list.d/*.sources or /etc/apt/sources.list"
-  uri="${mirror%%$'\t'*}"
-  keyring="${mirror#*$'\t'}"
-  [ -f "$keyring" ] || keyring="$DEFAULT_KEYRING"
-  [ -f "$keyring" ] || die "no Debian archive keyring ($DEFAULT_KEYRING); install debian-archive-keyring"
-  log "installing PostgreSQL $PG_MAJOR + pgvector $PGVECTOR_VERSION from Debian $PG_SUITE ($uri) into $DIR"
-  rm -rf "$apt"
-  mkdir -p "$apt/state/lists/partial" "$apt/cache/archives/partial" "$apt/sources.list.d" "$apt/preferences.d"
-  : >"$apt/status"
-  echo "deb [signed-by=$keyring] $uri $PG_SUITE main" >"$apt/sources.list"
-  # The machine's network settings (proxies, timeouts, TLS, date checks), none of its other
-  # configuration (hooks, extra index targets), private lists and state.
-  conf="$apt/apt.conf"
-  {
-    apt-config dump 2>/dev/null | grep -E '^Acquire::(Check-Valid-Until|Check-Date|Max-FutureTime|Retries|ForceIPv4|ForceIPv6|(http|https|ftp)::(Proxy|Timeout|Verify-Peer|Verify-Host|CaInfo|CaPath|SslCert|SslKey|Pipeline-Depth|No-Cache))([: ]|$)' || true
-    cat <<EOF
-Dir::Etc::main "/dev/null";
-Dir::Etc::parts "/dev/null";
-Dir::Etc::sourcelist "$apt/sources.list";
-Dir::Etc::sourceparts "$apt/sources.list.d";
-Dir::Etc::preferences "$apt/preferences";
-Dir::Etc::preferencesparts "$apt/preferences.d";
-Dir::State "$apt/state";
-Dir::State::status "$apt/status";
-Dir::Cache "$apt/cache";
-Debug::NoLocking "true";
-APT::Architecture "amd64";
-APT::Architectures { "amd64"; };
-APT::Install-Recommends "false";
-APT::Install-Suggests "false";
-Acquire::Languages "none";
-EOF
-    # As root, apt would drop to _apt, which cannot write into a private home directory.
-    [ "$(id -u)" = 0 ] && echo 'APT::Sandbox::User "root";'
-  } >"$conf"
+  local conf
+  log "installing PostgreSQL $PG_MAJOR + pgvector $PGVECTOR_VERSION from Debian $PG_SUITE into $DIR"
+  rm -rf "$DIR/apt"
+  conf="$(private_apt_root "$DIR/apt" "$PG_SUITE")" || die "no private apt root for Debian $PG_SUITE"
   export APT_CONFIG="$conf"
   apt-get -q update >&2 || die "apt-get update ($PG_SUITE) failed"
 }

@@ -39,3 +39,46 @@ debian_mirror() {
   fi
   [ -n "$found" ] && printf '%s\n' "$found"
 }
+
+# A private apt root in DIR for Debian SUITE (main), from this machine's archive: sources, lists,
+# state and cache of its own. Of the machine's apt configuration it keeps the network settings
+# (proxies, timeouts, TLS, date checks) and nothing else (hooks, extra index targets). Prints
+# the apt.conf to use as APT_CONFIG, or fails with one line on stderr.
+private_apt_root() { # DIR SUITE
+  local apt="$1" suite="$2" mirror uri keyring
+  mirror="$(debian_mirror)" || {
+    echo "no Debian mirror found in /etc/apt/sources.list.d/*.sources or /etc/apt/sources.list" >&2
+    return 1
+  }
+  uri="${mirror%%$'\t'*}"
+  keyring="${mirror#*$'\t'}"
+  [ -f "$keyring" ] || keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+  [ -f "$keyring" ] || { echo "no Debian archive keyring ($keyring); install debian-archive-keyring" >&2; return 1; }
+  echo "Debian $suite from $uri" >&2
+  mkdir -p "$apt/state/lists/partial" "$apt/cache/archives/partial" "$apt/sources.list.d" "$apt/preferences.d"
+  : >"$apt/status"
+  echo "deb [signed-by=$keyring] $uri $suite main" >"$apt/sources.list"
+  {
+    apt-config dump 2>/dev/null | grep -E '^Acquire::(Check-Valid-Until|Check-Date|Max-FutureTime|Retries|ForceIPv4|ForceIPv6|(http|https|ftp)::(Proxy|Timeout|Verify-Peer|Verify-Host|CaInfo|CaPath|SslCert|SslKey|Pipeline-Depth|No-Cache))([: ]|$)' || true
+    cat <<CONF
+Dir::Etc::main "/dev/null";
+Dir::Etc::parts "/dev/null";
+Dir::Etc::sourcelist "$apt/sources.list";
+Dir::Etc::sourceparts "$apt/sources.list.d";
+Dir::Etc::preferences "$apt/preferences";
+Dir::Etc::preferencesparts "$apt/preferences.d";
+Dir::State "$apt/state";
+Dir::State::status "$apt/status";
+Dir::Cache "$apt/cache";
+Debug::NoLocking "true";
+APT::Architecture "amd64";
+APT::Architectures { "amd64"; };
+APT::Install-Recommends "false";
+APT::Install-Suggests "false";
+Acquire::Languages "none";
+CONF
+    # As root, apt would drop to _apt, which cannot write into a private home directory.
+    if [ "$(id -u)" = 0 ]; then echo 'APT::Sandbox::User "root";'; fi
+  } >"$apt/apt.conf"
+  printf '%s\n' "$apt/apt.conf"
+}

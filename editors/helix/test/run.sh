@@ -33,7 +33,6 @@ HX_SUITE=trixie
 HX_VERSION=25.01   # the Helix release the snippet is written for; the test asserts it
 # hx and the libraries it needs from trixie (its loader among them); tmux and its libraries.
 PACKAGES=(hx libc6 libgcc-s1 tmux libevent-core-2.1-7t64 libjemalloc2 libsystemd0 libcap2 libtinfo6 libstdc++6)
-DEFAULT_KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 LANGUAGES=(rust python javascript jsx typescript tsx go java c cpp markdown)
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -79,43 +78,15 @@ libdir="$root/usr/lib/x86_64-linux-gnu"
 marker="$root/.complete"
 stamp="$HX_SUITE ${PACKAGES[*]}"
 
-# debian_mirror: this machine's Debian archive and its keyring.
+# private_apt_root: a private apt root on this machine's Debian archive.
 # shellcheck source=../../../tests/support/debian_mirror.sh
 source "$repo/tests/support/debian_mirror.sh"
 
 install_helix() {
-  local apt="$tools/apt" debs="$tools/debs" stage="$tools/root.partial" mirror uri keyring conf deb pkgs=()
-  mirror="$(debian_mirror)" || { echo "no Debian mirror found in /etc/apt/sources.list.d/*.sources or /etc/apt/sources.list"; return 1; }
-  uri="${mirror%%$'\t'*}"
-  keyring="${mirror#*$'\t'}"
-  [ -f "$keyring" ] || keyring="$DEFAULT_KEYRING"
-  [ -f "$keyring" ] || { echo "no Debian archive keyring ($DEFAULT_KEYRING); install debian-archive-keyring"; return 1; }
-  echo "installing Helix from Debian $HX_SUITE ($uri) into $tools"
-  mkdir -p "$apt/state/lists/partial" "$apt/cache/archives/partial" "$apt/sources.list.d" "$apt/preferences.d" "$debs"
-  : >"$apt/status"
-  echo "deb [signed-by=$keyring] $uri $HX_SUITE main" >"$apt/sources.list"
-  # A private apt configuration: the machine's network settings (proxies, timeouts, TLS, date
-  # checks), none of its other configuration (hooks, extra index targets), private lists and state.
-  conf="$apt/apt.conf"
-  {
-    apt-config dump 2>/dev/null | grep -E '^Acquire::(Check-Valid-Until|Check-Date|Max-FutureTime|Retries|ForceIPv4|ForceIPv6|(http|https|ftp)::(Proxy|Timeout|Verify-Peer|Verify-Host|CaInfo|CaPath|SslCert|SslKey|Pipeline-Depth|No-Cache))([: ]|$)'
-    cat <<EOF
-Dir::Etc::main "/dev/null";
-Dir::Etc::parts "/dev/null";
-Dir::Etc::sourcelist "$apt/sources.list";
-Dir::Etc::sourceparts "$apt/sources.list.d";
-Dir::Etc::preferences "$apt/preferences";
-Dir::Etc::preferencesparts "$apt/preferences.d";
-Dir::State "$apt/state";
-Dir::State::status "$apt/status";
-Dir::Cache "$apt/cache";
-APT::Architecture "amd64";
-APT::Architectures { "amd64"; };
-Acquire::Languages "none";
-EOF
-    # As root, apt would drop to _apt, which cannot write into a private home directory.
-    [ "$(id -u)" = 0 ] && echo 'APT::Sandbox::User "root";'
-  } >"$conf"
+  local apt="$tools/apt" debs="$tools/debs" stage="$tools/root.partial" conf deb pkgs=()
+  echo "installing Helix from Debian $HX_SUITE into $tools"
+  conf="$(private_apt_root "$apt" "$HX_SUITE")" || return 1
+  mkdir -p "$debs"
   APT_CONFIG="$conf" apt-get -q update || { echo "apt-get update ($HX_SUITE) failed"; return 1; }
   rm -f "$debs"/*.deb
   for deb in "${PACKAGES[@]}"; do pkgs+=("$deb/$HX_SUITE"); done
