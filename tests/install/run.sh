@@ -74,52 +74,12 @@ check "models and runtime come from the bundle, not a cache in HOME" \
 
 # The language server from the bundle: initialize, wait for the index, search, shut down.
 detail=""
-check "raggrep lsp from the bundle answers raggrep.search" python3 - "$bin" "$home" "$home/project" <<'PY'
-import json, os, subprocess, sys, time
-binary, home, root = sys.argv[1:]
-env = {"HOME": home, "PATH": os.path.join(os.path.dirname(home), "tools"), "http_proxy": "http://127.0.0.1:9",
-       "https_proxy": "http://127.0.0.1:9", "ALL_PROXY": "http://127.0.0.1:9"}
-proc = subprocess.Popen([binary, "lsp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
-def send(message):
-    body = json.dumps(message).encode()
-    proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-    proc.stdin.flush()
-def read():
-    length = 0
-    while True:
-        line = proc.stdout.readline()
-        if not line:
-            raise SystemExit("the server closed stdout")
-        if line in (b"\r\n", b"\n"):
-            break
-        if line.lower().startswith(b"content-length:"):
-            length = int(line.split(b":")[1])
-    return json.loads(proc.stdout.read(length))
-def wait(pred, seconds=120):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        message = read()
-        if message.get("method") == "window/workDoneProgress/create" or (message.get("method") and "id" in message):
-            send({"jsonrpc": "2.0", "id": message["id"], "result": None})
-        if pred(message):
-            return message
-    raise SystemExit("timed out")
-uri = "file://" + root
-send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"processId": os.getpid(), "rootUri": uri,
-      "workspaceFolders": [{"uri": uri, "name": "project"}], "capabilities": {}}})
-wait(lambda m: m.get("id") == 1)
-send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
-wait(lambda m: m.get("method") == "raggrep/indexUpdated")
-send({"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand",
-      "params": {"command": "raggrep.search", "arguments": [{"query": "multiply two matrices", "k": 3}]}})
-answer = wait(lambda m: m.get("id") == 2)
-locations = [r["location"] for r in answer["result"]["results"]]
-assert locations and locations[0].startswith("lib/matrix.c:"), answer
-send({"jsonrpc": "2.0", "id": 3, "method": "shutdown"})
-wait(lambda m: m.get("id") == 3)
-send({"jsonrpc": "2.0", "method": "exit"})
-assert proc.wait(timeout=30) == 0
-PY
+# The server gets the user's environment (no cargo or python on PATH, proxies pointing nowhere);
+# the driver is the system's python, outside that PATH.
+user "$(python3 -c 'import sys; print(sys.executable)')" tests/support/lsp_search.py "$bin" "$home/project" '{}' "$work/lsp.err" "multiply two matrices" >"$work/lsp.jsonl"
+detail="$(tail -n 5 "$work/lsp.err") $(head -c 1000 "$work/lsp.jsonl")"
+check "raggrep lsp from the bundle answers raggrep.search" \
+  python3 -c 'import json,sys; r=json.loads(open(sys.argv[1]).readline())["results"]; assert r and r[0]["location"].startswith("lib/matrix.c:"), r' "$work/lsp.jsonl"
 
 # A Rust user's `cargo install`: the binary alone, no share/raggrep beside it, an empty cache.
 # Every command must say in one line where the model and runtime come from, and touch nothing.

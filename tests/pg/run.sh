@@ -16,6 +16,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 repo="$PWD"
 bin="${RAGGREP_BIN:-$repo/target/debug/raggrep}"
 pg() { bash "$repo/tests/pg/postgres.sh" "$@"; }
+# ledger_repo: a second repository to push (gitlab.example/finance/ledger@trunk).
+# shellcheck source=../support/team_index.sh
+source "$repo/tests/support/team_index.sh"
 passed=0
 failed=0
 ok() { passed=$((passed + 1)); printf 'ok    %s\n' "$1"; }
@@ -83,28 +86,7 @@ def revoke_token(store, token):
     store._tokens.pop(token, None)
 EOF
 git -C "$work/poly-feature" commit -qam "revoke tokens"
-mkdir -p "$work/ledger/src"
-cat >"$work/ledger/src/ledger.go" <<'EOF'
-package ledger
-
-// Balance sums the amounts of every posting of an account, in cents.
-func Balance(postings []Posting, account string) int64 {
-	var total int64
-	for _, p := range postings {
-		if p.Account == account {
-			total += p.Cents
-		}
-	}
-	return total
-}
-
-// Posting is one line of a journal entry.
-type Posting struct {
-	Account string
-	Cents   int64
-}
-EOF
-make_repo "$work/ledger" "git@gitlab.example:finance/ledger.git" trunk
+ledger_repo "$work/ledger"
 
 outputs="$work/outputs"
 mkdir -p "$outputs"
@@ -186,7 +168,7 @@ check "push takes [team] url from the workspace's .raggrep/config.toml" \
 lsp_search() { # NAME SETTINGS QUERY…: one answer per query, as JSON lines in $outputs/NAME.jsonl
   local name="$1" settings="$2"
   shift 2
-  PGPASSWORD="$reader_pw" python3 tests/pg/lsp_search.py "$bin" "$work/poly-main" "$settings" "$outputs/$name.err" "$@" >"$outputs/$name.jsonl"
+  PGPASSWORD="$reader_pw" python3 tests/support/lsp_search.py "$bin" "$work/poly-main" "$settings" "$outputs/$name.err" "$@" >"$outputs/$name.jsonl"
 }
 answer() { sed -n "${2}p" "$outputs/$1.jsonl" >"$outputs/$1.$2.json"; echo "$outputs/$1.$2.json"; }
 lsp_search l1 "{\"team\": \"$reader_url\"}" "sum the amounts of every posting of an account" "check whether an API token is still valid"

@@ -76,53 +76,17 @@ ln "$bin" "$bundle/bin/raggrep" 2>/dev/null || cp "$bin" "$bundle/bin/raggrep"
 ln -s "$RAGGREP_HOME/models/all-minilm-l6-v2-int8" "$bundle/share/raggrep/models/"
 ln -s "$RAGGREP_HOME/runtime/onnxruntime-1.31.1" "$bundle/share/raggrep/runtime/"
 export RAGGREP_TEST_BUNDLE="$bundle" RAGGREP_TEST_EMPTY_CACHE="$tmp/empty-cache"
-pg() { bash "$repo/tests/pg/postgres.sh" "$@"; }
-trap 'pg stop "$tmp/pgdata" >/dev/null 2>&1; cleanup; rm -rf "$bundle"' EXIT
+trap 'team_index_stop "$tmp/team"; cleanup; rm -rf "$bundle"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # The team index: PostgreSQL with one pushed repository, from a git checkout whose remote is not
 # the test workspace's (the team section leaves out the workspace's own repository).
+# shellcheck source=../../../tests/support/team_index.sh
+source "$repo/tests/support/team_index.sh"
 team_url=""
 team_password=""
-start_team_index() { # prints why on stderr and returns non-zero when something is missing
-  local admin_url port ledger="$tmp/ledger" pushed
-  pg install >/dev/null || { echo "tests/pg/postgres.sh install failed" >&2; return 1; }
-  admin_url="$(pg start "$tmp/pgdata")" || { echo "tests/pg/postgres.sh start failed" >&2; return 1; }
-  team_password="${admin_url#postgres://postgres:}"
-  team_password="${team_password%%@*}"
-  port="$(sed -E 's|.*:([0-9]+)/.*|\1|' <<<"$admin_url")"
-  pg psql "$tmp/pgdata" -d postgres -qc "CREATE DATABASE code" >/dev/null || return 1
-  team_url="postgres://postgres@127.0.0.1:$port/code?sslmode=disable"
-  mkdir -p "$ledger/src"
-  cat >"$ledger/src/ledger.go" <<'GO'
-package ledger
-
-// Balance sums the amounts of every posting of an account, in cents.
-func Balance(postings []Posting, account string) int64 {
-	var total int64
-	for _, p := range postings {
-		if p.Account == account {
-			total += p.Cents
-		}
-	}
-	return total
-}
-
-// Posting is one line of a journal entry.
-type Posting struct {
-	Account string
-	Cents   int64
-}
-GO
-  (
-    export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@example.invalid GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@example.invalid
-    cd "$ledger" && git init -q -b trunk && git remote add origin git@gitlab.example:finance/ledger.git \
-      && git add -A && git commit -qm init
-  ) || return 1
-  pushed="$(RAGGREP_LOG=warn PGPASSWORD="$team_password" "$bin" push "$ledger" --to "$team_url" --json)" || return 1
-  grep -q '"repo": *"gitlab.example/finance/ledger@trunk"' <<<"$pushed" || { echo "push answered: $pushed" >&2; return 1; }
-}
+start_team_index() { team_index_start "$tmp/team" "$bin"; }
 t=$SECONDS
 if start_team_index; then
   passed=$((passed + 1))

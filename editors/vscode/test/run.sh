@@ -147,9 +147,10 @@ rm -f "$setup_out"
 step "end-to-end: a team index (PostgreSQL 17 + pgvector on loopback) with one pushed repository"
 t=$SECONDS
 team_tmp="$(mktemp -d "${TMPDIR:-/tmp}/raggrep-vscode-team.XXXXXX")"
-pg() { bash "$repo/tests/pg/postgres.sh" "$@"; }
+# shellcheck source=../../../tests/support/team_index.sh
+source "$repo/tests/support/team_index.sh"
 stop_team_index() {
-  pg stop "$team_tmp/pgdata" >/dev/null 2>&1
+  team_index_stop "$team_tmp"
   rm -rf "$team_tmp"
 }
 trap stop_team_index EXIT
@@ -157,51 +158,13 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 team_url=""
 team_password=""
-# Prints why on stderr and returns non-zero when something is missing.
+# The server the extension ships, with its model and runtime beside it, does the push.
 start_team_index() {
-  local admin_url port bin ledger pushed
-  pg install >/dev/null || { echo "tests/pg/postgres.sh install failed" >&2; return 1; }
-  admin_url="$(pg start "$team_tmp/pgdata")" || { echo "tests/pg/postgres.sh start failed" >&2; return 1; }
-  team_password="${admin_url#postgres://postgres:}"
-  team_password="${team_password%%@*}"
-  port="$(sed -E 's|.*:([0-9]+)/.*|\1|' <<<"$admin_url")"
-  pg psql "$team_tmp/pgdata" -d postgres -qc "CREATE DATABASE code" >/dev/null || return 1
-  team_url="postgres://postgres@127.0.0.1:$port/code?sslmode=disable"
-  # The server the extension ships, with its model and runtime beside it, does the push.
   unzip -q "$platform_vsix" 'extension/bin/*' 'extension/share/*' -d "$team_tmp/platform" || return 1
-  bin="$team_tmp/platform/extension/bin/raggrep"
-  ledger="$team_tmp/ledger"
-  mkdir -p "$ledger/src"
-  cat >"$ledger/src/ledger.go" <<'GO'
-package ledger
-
-// Balance sums the amounts of every posting of an account, in cents.
-func Balance(postings []Posting, account string) int64 {
-	var total int64
-	for _, p := range postings {
-		if p.Account == account {
-			total += p.Cents
-		}
-	}
-	return total
-}
-
-// Posting is one line of a journal entry.
-type Posting struct {
-	Account string
-	Cents   int64
-}
-GO
-  (
-    export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@example.invalid GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@example.invalid
-    cd "$ledger" && git init -q -b trunk && git remote add origin git@gitlab.example:finance/ledger.git \
-      && git add -A && git commit -qm init
-  ) || return 1
-  pushed="$(RAGGREP_LOG=warn PGPASSWORD="$team_password" "$bin" push "$ledger" --to "$team_url" --json)" || return 1
-  grep -q '"repo": *"gitlab.example/finance/ledger@trunk"' <<<"$pushed" || { echo "push answered: $pushed" >&2; return 1; }
+  team_index_start "$team_tmp" "$team_tmp/platform/extension/bin/raggrep"
 }
 if start_team_index; then
-  ok "team index: PostgreSQL $(pg psql "$team_tmp/pgdata" -d postgres -Atc 'SHOW server_version' 2>/dev/null) + pgvector on 127.0.0.1, gitlab.example/finance/ledger@trunk pushed ($((SECONDS - t)) s)"
+  ok "team index: PostgreSQL $(team_index_pg psql "$team_tmp/pgdata" -d postgres -Atc 'SHOW server_version' 2>/dev/null) + pgvector on 127.0.0.1, gitlab.example/finance/ledger@trunk pushed ($((SECONDS - t)) s)"
 else
   fail "team index: PostgreSQL 17 + pgvector started and gitlab.example/finance/ledger@trunk pushed (tests/pg/postgres.sh); the team scenario cannot run"
   team_url=""

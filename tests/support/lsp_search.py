@@ -1,6 +1,10 @@
-"""Drives `raggrep lsp` over stdio: open ROOT with SETTINGS (JSON), wait for the index, run
-raggrep.search for each QUERY and print each answer as one JSON line; its stderr goes to
-STDERR_FILE (the test checks it for passwords). Usage: lsp_search.py BIN ROOT SETTINGS STDERR_FILE QUERY…"""
+"""Drives `raggrep lsp` over stdio, as an editor would: open ROOT with SETTINGS (JSON
+initializationOptions), wait for the index, run raggrep.search (k 5) for each QUERY and print
+each answer as one JSON line. The server inherits this process's environment; its stderr goes to
+STDERR_FILE (tests check it, e.g. for passwords).
+
+Usage: lsp_search.py BIN ROOT SETTINGS STDERR_FILE QUERY…
+Used by tests/pg/run.sh (the team setting) and tests/install/run.sh (the bundle's server)."""
 import json
 import os
 import subprocess
