@@ -562,3 +562,101 @@ fn a_commit_updates_the_index_in_the_background() {
     let response: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(response["results"][0]["path"], "src/ledger.py", "{response:#}");
 }
+
+/// `raggrep watch` with its stdout read line by line as it comes.
+struct Watching {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Watching {
+    fn start(ws: &Workspace, args: &[&str]) -> Watching {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_raggrep"))
+            .arg("watch")
+            .args(args)
+            .current_dir(ws.root())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        Watching { child, lines }
+    }
+
+    /// The next stdout line (panics after two minutes: the model runs in a debug build).
+    fn next(&self) -> String {
+        self.lines.recv_timeout(Duration::from_secs(120)).expect("raggrep watch printed nothing for two minutes")
+    }
+
+    fn signal(&mut self, name: &str) -> std::process::ExitStatus {
+        let killed = Command::new("kill").args(["-s", name, &self.child.id().to_string()]).status().unwrap();
+        assert!(killed.success());
+        self.child.wait().unwrap()
+    }
+}
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn watch_indexes_files_changed_on_disk_until_stopped() {
+    let ws = Workspace::polyglot();
+    let mut watch = Watching::start(&ws, &["--json", "."]);
+    let event = |line: String| -> Value { serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}")) };
+    let watching = event(watch.next());
+    assert_eq!(watching["event"], "watching", "{watching}");
+    let first = event(watch.next());
+    assert_eq!(first["event"], "updated", "{first}");
+    assert!(first["files"].as_u64().unwrap() >= 8 && first["chunks"] == first["embedded"], "{first}");
+
+    // An edit on disk, no editor: one update naming the one changed file, and a query finds it.
+    ws.write("src/ledger.py", "def settle_invoice_with_quokka_discount(invoice):\n    return invoice.total * 0.9\n");
+    let update = event(watch.next());
+    assert_eq!(update["event"], "updated", "{update}");
+    assert_eq!(update["changed_files"], 1, "{update}");
+    assert_eq!(update["embedded"], 1, "{update}");
+    let response = ws.query(&["quokka discount on an invoice", "-k", "1"]);
+    assert_eq!(response["results"][0]["path"], "src/ledger.py", "{response:#}");
+
+    // A removed file leaves the index.
+    fs::remove_file(ws.root().join("src/ledger.py")).unwrap();
+    let removal = event(watch.next());
+    assert_eq!(removal["removed_files"], 1, "{removal}");
+
+    let status = watch.signal("TERM");
+    assert!(status.success(), "raggrep watch exited with {status}");
+    assert_eq!(event(watch.next()), serde_json::json!({"event": "stopped", "signal": "SIGTERM"}));
+    let response = ws.query(&["quokka", "--mode", "lexical"]);
+    assert!(response["results"].as_array().unwrap().is_empty(), "{response:#}");
+}
+
+#[test]
+fn watch_in_text_mode_and_its_errors() {
+    let ws = Workspace::polyglot();
+    let mut watch = Watching::start(&ws, &[]);
+    let watching = watch.next();
+    assert!(watching.starts_with("watching ") && watching.ends_with("(Ctrl-C to stop)"), "{watching}");
+    let updated = watch.next();
+    assert!(updated.contains(": 8 changed, 0 removed of 8 files;") && updated.contains("embedded) in"), "{updated}");
+    let status = watch.signal("INT");
+    assert!(status.success(), "raggrep watch exited with {status}");
+    assert_eq!(watch.next(), "stopped (SIGINT); the index is up to date");
+
+    let out = ws.raggrep(&["watch", "no-such-dir"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("no-such-dir: not a directory"), "{stderr}");
+}

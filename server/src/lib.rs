@@ -25,6 +25,7 @@ pub mod symbols;
 pub mod team;
 pub mod vectordb;
 pub mod walk;
+pub mod watch;
 pub mod wire;
 pub mod workspace;
 

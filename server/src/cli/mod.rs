@@ -13,6 +13,7 @@ mod db;
 mod output;
 mod progress;
 mod team;
+mod watch;
 
 use crate::audit::{self, Door};
 use crate::chunk::{ChunkConfig, chunk_file};
@@ -104,6 +105,9 @@ enum Command {
         #[command(subcommand)]
         action: HookAction,
     },
+    /// Keep the indexes of PATHs (default: the current directory) fresh until Ctrl-C: files
+    /// changed on disk are re-indexed after a short quiet period, one report line per update.
+    Watch(watch::WatchArgs),
     /// Push the workspace's index to the team index (PostgreSQL + pgvector), sending only what
     /// changed since the last push of this repository and branch.
     Push(team::PushArgs),
@@ -372,6 +376,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Ask(args) => ask::run(*args, model, ort),
         Command::Push(args) => team::push(args, model, ort),
         Command::Hook { action } => cmd_hook(action),
+        Command::Watch(args) => watch::run(args, model, ort),
     }
 }
 

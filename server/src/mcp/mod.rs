@@ -4,13 +4,12 @@
 //! Only this module knows MCP types. Like the language server it runs engine work off the async
 //! executor (`spawn_blocking`, so a panic becomes a tool error, not a dead server) and indexes
 //! on the workspace's own thread; unlike an editor, an agent sends no didSave, so the roots are
-//! watched (`watch.rs`). Every path an agent sends is confined to the roots (`confine.rs`).
+//! watched ([`crate::watch`]). Every path an agent sends is confined to the roots (`confine.rs`).
 //! Every failure is a tool result with `isError` and one line saying why: a model can read it
 //! and retry, where a protocol error often ends its turn.
 
 mod confine;
 mod http;
-mod watch;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -98,7 +97,7 @@ pub fn run(options: Options) -> i32 {
             tracing::warn!("{}: indexing is turned off in .raggrep/config.toml", root.display());
         }
     }
-    let watcher = match watch::start(&workspace, &workspace.roots()) {
+    let watcher = match crate::watch::start(&workspace, &workspace.roots()) {
         Ok(watcher) => Some(watcher),
         Err(err) => {
             tracing::warn!("cannot watch the roots ({err}): files changed on disk are picked up only by reindex");

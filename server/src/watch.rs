@@ -1,5 +1,6 @@
-//! Keeps the index fresh without an editor: an agent edits files on disk and sends no didSave,
-//! so the server watches its roots itself and queues an update after a short quiet period.
+//! Keeps the index fresh without an editor: an agent (the MCP server) or a user running
+//! `raggrep watch` edits files on disk and no editor sends didSave, so the roots are watched and
+//! the changed paths are queued for an update after a short quiet period.
 
 use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};

@@ -1,0 +1,150 @@
+//! `raggrep watch [PATH…]`: keeps indexes fresh from the command line, without an editor.
+//!
+//! The roots are indexed, then watched ([`crate::watch`]); each change updates only the paths
+//! it names. Every update is reported on stdout (a line, or a JSON object with `--json`), progress
+//! of long updates on stderr. Ctrl-C or SIGTERM stops watching, lets the update under way finish
+//! and publish (as the language server's shutdown does), and exits 0.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use anyhow::{Context, Result, bail};
+
+use super::progress::Display;
+use crate::index::{Progress, UpdateStats};
+use crate::workspace::{Events, MemoryLevel, Settings, Workspace};
+
+#[derive(clap::Args)]
+pub struct WatchArgs {
+    /// Folders to index and watch (default: the current directory).
+    paths: Vec<PathBuf>,
+    /// One JSON object per line on stdout: `watching`, then `updated` / `failed` per update,
+    /// `stopped` at the end.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: WatchArgs, model: Option<&str>, ort: Option<&Path>) -> Result<()> {
+    let roots = if args.paths.is_empty() { vec![PathBuf::from(".")] } else { args.paths };
+    if let Some(root) = roots.iter().find(|r| !r.is_dir()) {
+        bail!("{}: not a directory", root.display());
+    }
+    let embedder = super::load_embedder(model, ort)?;
+    let report = Arc::new(Report { json: args.json, progress: Mutex::new(None) });
+    let workspace = Workspace::new(Arc::new(embedder), Settings::default(), report.clone());
+    workspace.set_door(crate::audit::Door::Cli);
+    for root in &roots {
+        workspace.add_root(root, true).with_context(|| format!("cannot open {}", root.display()))?;
+    }
+    let watcher = match crate::watch::start(&workspace, &workspace.roots()) {
+        Ok(watcher) => watcher,
+        Err(err) => {
+            workspace.shutdown();
+            bail!(
+                "cannot watch {}: {err}",
+                roots.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(", ")
+            );
+        }
+    };
+    report.say(&Message::Watching { roots: workspace.roots() });
+    let signal = wait_for_signal();
+    drop(watcher);
+    // Finishes (and publishes) the update under way; a second Ctrl-C is the shell's to handle.
+    workspace.shutdown();
+    report.say(&Message::Stopped { signal: signal.as_deref().unwrap_or("error") });
+    signal.map(|_| ())
+}
+
+/// Blocks until SIGINT or SIGTERM; returns which.
+fn wait_for_signal() -> Result<String> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    runtime
+        .block_on(async {
+            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+            tokio::select! {
+                interrupted = tokio::signal::ctrl_c() => interrupted.map(|()| "SIGINT".to_string()),
+                _ = term.recv() => Ok("SIGTERM".to_string()),
+            }
+        })
+        .context("cannot wait for Ctrl-C")
+}
+
+#[derive(serde::Serialize)]
+#[serde(tag = "event", rename_all = "lowercase")]
+enum Message<'a> {
+    Watching {
+        roots: Vec<PathBuf>,
+    },
+    Updated {
+        root: &'a Path,
+        #[serde(flatten)]
+        stats: &'a UpdateStats,
+    },
+    Failed {
+        root: &'a Path,
+        error: &'a str,
+    },
+    Stopped {
+        signal: &'a str,
+    },
+}
+
+struct Report {
+    json: bool,
+    /// Progress of the update under way (stderr), started by its first event.
+    progress: Mutex<Option<Display>>,
+}
+
+impl Report {
+    fn say(&self, message: &Message<'_>) {
+        let line = if self.json {
+            serde_json::to_string(message).unwrap_or_default()
+        } else {
+            match message {
+                Message::Watching { roots } => format!(
+                    "watching {} (Ctrl-C to stop)",
+                    roots.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(", ")
+                ),
+                Message::Updated { root, stats } => format!(
+                    "{}: {} changed, {} removed of {} files; {} chunks ({} embedded) in {}",
+                    root.display(),
+                    stats.changed_files,
+                    stats.removed_files,
+                    stats.files,
+                    stats.chunks,
+                    stats.embedded,
+                    crate::wire::human_duration(stats.seconds)
+                ),
+                Message::Failed { root, error } => format!("{}: update failed: {error}", root.display()),
+                Message::Stopped { signal } => format!("stopped ({signal}); the index is up to date"),
+            }
+        };
+        // A closed stdout (`raggrep watch | head -1`) must not stop the indexing.
+        let mut out = io::stdout().lock();
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+    }
+}
+
+impl Events for Report {
+    fn progress(&self, _root: &Path, progress: &Progress) {
+        let mut display = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
+        display.get_or_insert_with(Display::new).event(progress.clone());
+    }
+    fn updated(&self, root: &Path, stats: &UpdateStats) {
+        if let Some(mut display) = self.progress.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            display.finish();
+        }
+        self.say(&Message::Updated { root, stats });
+    }
+    fn failed(&self, root: &Path, message: &str) {
+        if let Some(mut display) = self.progress.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            display.finish();
+        }
+        self.say(&Message::Failed { root, error: message });
+    }
+    fn memory(&self, level: MemoryLevel, used_mb: u64, budget_mb: u64) {
+        tracing::warn!("memory {level:?}: {used_mb} of {budget_mb} MB");
+    }
+}
