@@ -45,6 +45,9 @@ pub struct Hit {
     /// The repository (`remote@branch`) the path is in: a hit of the team index.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repo: Option<String>,
+    /// The chunk's whole text, where the reader cannot open the file (team index hits).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
     /// The file changed on disk since this hit was indexed (MCP).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stale: Option<bool>,
@@ -76,6 +79,7 @@ impl Hit {
             snippet: h.snippet.clone(),
             root: None,
             repo: None,
+            text: None,
             stale: None,
             uri: None,
             range: None,
@@ -86,7 +90,7 @@ impl Hit {
 impl Hit {
     /// A hit of the team index (`query --from`).
     pub fn from_team(h: &crate::team::search::TeamHit) -> Hit {
-        Hit { repo: Some(h.repo.clone()), ..Hit::from_search(&h.hit) }
+        Hit { repo: Some(h.repo.clone()), text: Some(h.content.clone()), ..Hit::from_search(&h.hit) }
     }
 }
 
@@ -562,7 +566,11 @@ mod tests {
 
     #[test]
     fn search_response_from_the_team_index() {
-        let hit = crate::team::search::TeamHit { repo: "github.com/acme/api@main".into(), hit: root_hit().hit };
+        let hit = crate::team::search::TeamHit {
+            repo: "github.com/acme/api@main".into(),
+            hit: root_hit().hit,
+            content: "pub fn validate(&self, token: &str) -> Result<Claims> {\n    self.check(token)\n}\n".into(),
+        };
         let response = SearchResponse {
             query: "where are API tokens validated".into(),
             took_ms: 4.2,
@@ -599,8 +607,11 @@ mod tests {
         let mut local = Hit::new(&root_hit(), true);
         local.uri = Some("file:///work/app/src/auth/token.rs".into());
         local.range = Some(LineRange::whole_lines(12, 30));
-        let team_hit =
-            crate::team::search::TeamHit { repo: "github.com/acme/billing@main".into(), hit: root_hit().hit };
+        let team_hit = crate::team::search::TeamHit {
+            repo: "github.com/acme/billing@main".into(),
+            hit: root_hit().hit,
+            content: "pub fn validate(&self, token: &str) -> Result<Claims> {\n    self.check(token)\n}\n".into(),
+        };
         let response = SearchResponse {
             query: "validate token".into(),
             took_ms: 3.0,

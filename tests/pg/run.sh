@@ -127,11 +127,14 @@ check "results come from both branches of the repository" \
   json "$outputs/q1.json" '{r["repo"] for r in d["results"] if r["symbol"] == "validate_token"} == {"github.com/acme/polyglot@main", "github.com/acme/polyglot@feature"}'
 (cd "$work/poly-main" && "$bin" query --json "check whether an API token is still valid" >"$outputs/local.json" 2>/dev/null)
 detail="$(head -c 600 "$outputs/local.json")"
-check "a team result has the local result's shape, plus repo" python3 - "$outputs/local.json" "$outputs/q1.json" <<'PY'
+check "a team result has the local result's shape, plus repo and the chunk's whole text" python3 - "$outputs/local.json" "$outputs/q1.json" <<'PY'
 import json, sys
 local, team = (json.load(open(p)) for p in sys.argv[1:])
 assert set(team) == set(local), (set(team), set(local))
-assert set(team["results"][0]) == set(local["results"][0]) | {"repo"}, (team["results"][0].keys(), local["results"][0].keys())
+hit = team["results"][0]
+assert set(hit) == set(local["results"][0]) | {"repo", "text"}, (hit.keys(), local["results"][0].keys())
+lines = hit["end_line"] - hit["start_line"] + 1
+assert hit["text"].startswith(hit["snippet"].rstrip("\n")) and len(hit["text"].rstrip("\n").split("\n")) == lines, hit
 PY
 query q2 "forget an API token" --repo 'github.com/acme/polyglot@feature'
 detail="$(cat "$outputs/q2.err" "$outputs/q2.json")"

@@ -228,11 +228,12 @@ local ok_run, err_run = xpcall(function()
       vim.cmd(('silent cc %d'):format(balance))
       local lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
       local text = table.concat(lines, '\n')
-      check('settings.team: :cc opens Balance in a read-only nofile buffer with its snippet',
+      check('settings.team: :cc opens Balance in a read-only nofile buffer with its whole chunk',
         vim.api.nvim_buf_get_name(0):find('raggrep-team://' .. team_repo .. '/src/ledger.go:', 1, true) == 1
           and vim.bo.buftype == 'nofile' and not vim.bo.modifiable and vim.bo.filetype == 'go'
           and (lines[1] or ''):find(team_repo .. ' · src/ledger.go:', 1, true) ~= nil
-          and text:find('func Balance(postings []Posting, account string) int64 {', 1, true) ~= nil,
+          and text:find('func Balance(postings []Posting, account string) int64 {', 1, true) ~= nil
+          and text:find('return total', 1, true) ~= nil,
         ('%s buftype=%s modifiable=%s filetype=%s\n%s'):format(vim.api.nvim_buf_get_name(0), vim.bo.buftype, vim.bo.modifiable, vim.bo.filetype, text))
       vim.cmd('enew')
     end

@@ -36,6 +36,8 @@ export interface Hit {
   root?: string;
   /** `remote@branch` of a team index hit (another repository: no `uri`, no `range`). */
   repo?: string | null;
+  /** A team index hit's whole chunk (`snippet` is its first lines). */
+  text?: string | null;
 }
 
 /** The team index's answer beside a local search (the `team` setting); absent when it is off. */
@@ -299,12 +301,14 @@ export function teamSeparatorLabel(_team: TeamSection): string {
 /**
  * The read-only document of a team hit:
  *   `// github.com/acme/billing@main · src/auth/token.rs:12-30 · TokenValidator::validate (team index, read-only)`
- * then the snippet. When the snippet is shorter than the hit, the header says how much is shown.
+ * then the chunk's text (`text`; from servers that send only `snippet`, the snippet). When that
+ * is shorter than the hit, the header says how much is shown.
  */
 export function teamDocument(hit: Hit): TeamDocument {
   const repo = repoName(hit);
   const end = typeof hit.end_line === 'number' && hit.end_line >= hit.start_line ? hit.end_line : hit.start_line;
-  const snippet = (hit.snippet ?? '').replace(/\n+$/, '');
+  const whole = typeof hit.text === 'string' && hit.text !== '' ? hit.text : hit.snippet;
+  const snippet = (whole ?? '').replace(/\n+$/, '');
   const shown = snippet === '' ? 0 : snippet.split('\n').length;
   const total = end - hit.start_line + 1;
   const parts = [repo, `${hit.path}:${hit.start_line}-${end}`];

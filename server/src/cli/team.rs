@@ -142,7 +142,7 @@ fn response(results: &TeamResults) -> wire::SearchResponse {
 }
 
 fn print(out: &mut impl Write, results: &TeamResults) -> io::Result<()> {
-    for crate::team::search::TeamHit { repo, hit } in &results.results {
+    for crate::team::search::TeamHit { repo, hit, .. } in &results.results {
         writeln!(
             out,
             "{}  {}:{}-{}  {:.3}  {}",

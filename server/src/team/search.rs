@@ -36,6 +36,8 @@ pub struct TeamQuery {
 pub struct TeamHit {
     pub repo: String,
     pub hit: crate::search::Hit,
+    /// The chunk's whole text: the file is in another repository, so a reader cannot open it.
+    pub content: String,
 }
 
 #[derive(Debug, Clone)]
@@ -211,6 +213,7 @@ pub fn search(
                 snippet: crate::search::snippet_of(row.content.lines()),
                 chunk: id,
             },
+            content: row.content.clone(),
         });
         if hits.len() >= k {
             break;

@@ -71,10 +71,10 @@ local function comment(language, text)
 end
 
 --- The lines of a team hit's buffer: a header comment with the repository, `path:start-end`
---- and symbol, then the snippet (the chunk's first lines, as the team index holds them).
+--- and symbol, then the chunk's text (`text`; from an older server, the snippet: its first lines).
 function M.team_lines(r)
   local first, last = r.start_line or 0, r.end_line or r.start_line or 0
-  local snippet = (value(r.snippet) or ''):gsub('\n+$', '')
+  local snippet = (value(r.text) or value(r.snippet) or ''):gsub('\n+$', '')
   local lines = snippet ~= '' and vim.split(snippet, '\n', { plain = true }) or {}
   local parts = { value(r.repo), ('%s:%d-%d'):format(r.path, first, last) }
   if value(r.symbol) then

@@ -592,7 +592,7 @@ async function teamIndex({ palette, editSettings, title }) {
     const uri = (await editor.locator('[data-uri]').first().getAttribute('data-uri').catch(() => null)) ?? '(no data-uri)';
     note(`team document ${uri}: ${text.slice(0, 200)}`);
     check('the document is a raggrep-team: document, not a file', uri.startsWith('raggrep-team:') && uri.includes('ledger.go'), uri);
-    check(`it shows func Balance under a header naming ${TEAM_REPO}`, text.includes('func Balance') && text.includes(`${TEAM_REPO} · src/ledger.go:`) && text.includes('team index, read-only'), text.slice(0, 300));
+    check(`it shows the whole of func Balance under a header naming ${TEAM_REPO}`, text.includes('func Balance') && text.includes('return total') && text.includes(`${TEAM_REPO} · src/ledger.go:`) && text.includes('team index, read-only') && !text.includes('first '), text.slice(0, 400));
     const mode = page.locator('[id="status.editor.mode"]');
     check('in the Go language mode', await visible(mode.filter({ hasText: /^\s*Go\s*$/ }), 5_000), await mode.innerText().catch(() => '(no language mode)'));
     // Typing is refused, as in any read-only editor.

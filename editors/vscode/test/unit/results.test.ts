@@ -287,6 +287,9 @@ test('a team document: a header comment with repository, location and symbol, th
     '// github.com/acme/billing@main · src/auth/token.rs:12-30 · TokenValidator::validate (team index, read-only; first 3 of 19 lines)\n' +
       'pub fn validate(&self, token: &str) -> Result<Claims> {\n    let claims = self.decode(token)?;\n    Ok(claims)\n',
   );
+  // The whole chunk when the server sends it (`text`), the snippet otherwise.
+  const whole = teamDocument({ ...teamHit, start_line: 12, end_line: 14, text: 'fn a() {\n    b()\n}\n' });
+  assert.equal(whole.content, '// github.com/acme/billing@main · src/auth/token.rs:12-14 · TokenValidator::validate (team index, read-only)\nfn a() {\n    b()\n}\n');
   const python = teamDocument({ ...teamHit, language: 'python', symbol: null, start_line: 1, end_line: 2, snippet: 'import os\nimport re' });
   assert.equal(python.content, '# github.com/acme/billing@main · src/auth/token.rs:1-2 (team index, read-only)\nimport os\nimport re\n');
   const text = teamDocument({ ...teamHit, language: 'text', path: '../../etc/notes.txt' });
