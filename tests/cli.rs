@@ -660,3 +660,37 @@ fn watch_in_text_mode_and_its_errors() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("no-such-dir: not a directory"), "{stderr}");
 }
+
+#[test]
+fn watch_pauses_on_sigusr1_and_catches_up_on_sigusr2() {
+    let ws = Workspace::polyglot();
+    let mut watch = Watching::start(&ws, &["--json"]);
+    let event = |line: String| -> Value { serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}")) };
+    assert_eq!(event(watch.next())["event"], "watching");
+    assert_eq!(event(watch.next())["event"], "updated");
+
+    let signal = |name: &str, pid: u32| {
+        assert!(Command::new("kill").args(["-s", name, &pid.to_string()]).status().unwrap().success());
+    };
+    signal("USR1", watch.child.id());
+    assert_eq!(event(watch.next()), serde_json::json!({"event": "paused"}));
+    ws.write("src/ledger.py", "def settle_invoice_with_quokka_discount(invoice):\n    return invoice.total * 0.9\n");
+    // Paused: the change is queued, not indexed (an update takes well under a second here).
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(watch.lines.try_recv().is_err(), "an update ran while paused");
+    let response = ws.query(&["quokka", "--mode", "lexical"]);
+    assert!(response["results"].as_array().unwrap().is_empty(), "indexed while paused: {response:#}");
+
+    signal("USR2", watch.child.id());
+    assert_eq!(event(watch.next()), serde_json::json!({"event": "resumed"}));
+    let update = event(watch.next());
+    assert_eq!((update["event"].as_str(), update["changed_files"].as_u64()), (Some("updated"), Some(1)), "{update}");
+    let response = ws.query(&["quokka", "--mode", "lexical", "-k", "1"]);
+    assert_eq!(response["results"][0]["path"], "src/ledger.py", "{response:#}");
+
+    // Paused again, then stopped: the exit is not held up by the pause.
+    signal("USR1", watch.child.id());
+    assert_eq!(event(watch.next())["event"], "paused");
+    let status = watch.signal("TERM");
+    assert!(status.success(), "raggrep watch exited with {status}");
+}

@@ -220,3 +220,40 @@ fn language_server_end_to_end() {
 
     assert_eq!(client.shutdown_and_exit(), 0);
 }
+
+#[test]
+fn indexing_pauses_and_resumes_on_command() {
+    let (_dir, alpha, _beta) = setup();
+    let mut client = Client::start(env!("CARGO_BIN_EXE_raggrep"), &alpha);
+    let init = client.request(
+        "initialize",
+        json!({"processId": null, "rootUri": uri(&alpha), "workspaceFolders": [{"uri": uri(&alpha), "name": "alpha"}], "capabilities": {}}),
+    );
+    let commands = init["capabilities"]["executeCommandProvider"]["commands"].as_array().unwrap();
+    assert!(commands.contains(&json!("raggrep.pause")) && commands.contains(&json!("raggrep.resume")));
+    // Paused before the folder is even added: its first index waits.
+    assert_eq!(client.command("raggrep.pause", json!({})), json!({"paused": true}));
+    client.notify("initialized", json!({}));
+    // A few seconds of requests (the fixture indexes in well under one when not paused).
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    let mut status = Value::Null;
+    while std::time::Instant::now() < until {
+        status = client.command("raggrep.status", json!({}));
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert!(
+        !client.notifications.iter().any(|n| n["method"] == "raggrep/indexUpdated"),
+        "indexed while paused: {:?}",
+        client.notifications
+    );
+    assert!(status["reason"].as_str().is_some_and(|r| r.contains("paused")), "{status:#}");
+
+    assert_eq!(client.command("raggrep.resume", json!({})), json!({"paused": false}));
+    let updated = client.wait_index_updated(&alpha);
+    assert!(updated["params"]["stats"]["chunks"].as_u64().unwrap() > 0, "{updated:#}");
+    let status = client.command("raggrep.status", json!({}));
+    assert!(status["reason"].is_null(), "{status:#}");
+    let results = client.command("raggrep.search", json!({"query": "check whether an API token is valid", "k": 3}));
+    assert!(!results["results"].as_array().unwrap().is_empty(), "{results:#}");
+    assert_eq!(client.shutdown_and_exit(), 0);
+}

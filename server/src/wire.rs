@@ -283,6 +283,12 @@ pub struct Queued {
     pub queued: usize,
 }
 
+/// Whether indexing is paused (`raggrep.pause`, `raggrep.resume`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Paused {
+    pub paused: bool,
+}
+
 /// Whether indexing is on for each root (`raggrep.toggle`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Toggled {
@@ -687,6 +693,7 @@ mod tests {
     #[test]
     fn small_answers() {
         insta::assert_json_snapshot!("queued", Queued { queued: 2 });
+        insta::assert_json_snapshot!("paused", Paused { paused: true });
         insta::assert_json_snapshot!(
             "toggled",
             Toggled { roots: vec![RootEnabled { root: "/work/app".into(), enabled: false }] }

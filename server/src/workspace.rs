@@ -287,8 +287,42 @@ pub struct Workspace {
     memory_level: Mutex<MemoryLevel>,
     /// Set on shutdown: a running update publishes what it has and stops.
     cancel: Arc<AtomicBool>,
+    /// Indexing paused by the user: updates wait before they start and between embedding
+    /// batches (searches go on over what is published).
+    paused: Pause,
     /// The front door serving this workspace, for the audit log.
     door: audit::DoorCell,
+}
+
+/// A switch the indexer thread waits on.
+#[derive(Default)]
+struct Pause {
+    paused: Mutex<bool>,
+    changed: std::sync::Condvar,
+}
+
+impl Pause {
+    fn set(&self, paused: bool) {
+        if let Ok(mut flag) = self.paused.lock() {
+            *flag = paused;
+        }
+        self.changed.notify_all();
+    }
+
+    fn is_set(&self) -> bool {
+        self.paused.lock().map(|p| *p).unwrap_or(false)
+    }
+
+    /// Blocks while paused, unless `cancel` is (or becomes) set: shutdown never waits on a pause.
+    fn wait(&self, cancel: &AtomicBool) {
+        let Ok(mut paused) = self.paused.lock() else { return };
+        while *paused && !cancel.load(Ordering::Relaxed) {
+            paused = match self.changed.wait(paused) {
+                Ok(guard) => guard,
+                Err(_) => return,
+            };
+        }
+    }
 }
 
 impl Workspace {
@@ -309,6 +343,7 @@ impl Workspace {
             worker: Mutex::new(None),
             memory_level: Mutex::new(MemoryLevel::Ok),
             cancel: Arc::new(AtomicBool::new(false)),
+            paused: Pause::default(),
             door: audit::DoorCell::default(),
         });
         let weak = Arc::downgrade(&workspace);
@@ -322,6 +357,21 @@ impl Workspace {
             *slot = handle;
         }
         workspace
+    }
+
+    /// Pauses indexing: an update under way stops after its current embedding batch (what it
+    /// published stays searchable), queued ones wait. Changes keep being queued meanwhile.
+    pub fn pause(&self) {
+        self.paused.set(true);
+    }
+
+    /// Lets indexing go on where it stopped.
+    pub fn resume(&self) {
+        self.paused.set(false);
+    }
+
+    pub fn is_paused(&self) -> bool {
+        self.paused.is_set()
     }
 
     /// Names the front door serving this workspace (recorded in the audit log).
@@ -677,6 +727,7 @@ impl Workspace {
                     Ok(s) => (s.enabled, s.indexing, s.last_error.clone(), s.reason.clone()),
                     Err(_) => (false, false, None, None),
                 };
+                let paused = self.is_paused();
                 RootStatus {
                     // The root is said once, by the status itself.
                     index: snapshot.as_ref().map(|s| IndexStats { root: String::new(), ..s.stats() }),
@@ -686,7 +737,11 @@ impl Workspace {
                     partial: snapshot.as_ref().is_some_and(|s| s.is_partial()) || indexing,
                     last_error,
                     memory_level: level,
-                    reason,
+                    reason: if paused {
+                        Some("indexing is paused (resume with raggrep.resume, or SIGUSR2 to raggrep watch)".into())
+                    } else {
+                        reason
+                    },
                 }
             })
             .collect()
@@ -698,6 +753,8 @@ impl Workspace {
     /// finding code that exists nowhere.
     pub fn shutdown(&self) {
         self.cancel.store(true, Ordering::Relaxed);
+        // Wakes an update waiting on a pause; it sees `cancel` and finishes.
+        self.paused.changed.notify_all();
         if let Ok(jobs) = self.jobs.lock() {
             let _ = jobs.send(Job::Shutdown);
         }
@@ -721,6 +778,7 @@ impl Workspace {
         if !enabled {
             return;
         }
+        self.paused.wait(&self.cancel);
         let started = Instant::now();
         let settings = self.settings();
         let mut options = settings.index_options();
@@ -755,6 +813,10 @@ impl Workspace {
                     }
                 }
                 events.progress(&root_path, &p);
+                if let Progress::Embedding { .. } = p {
+                    // Between batches: a pause takes effect within one batch.
+                    self.paused.wait(&self.cancel);
+                }
             })
         }));
         if options.overlays.is_empty() && matches!(result, Ok(Ok(_))) {

@@ -2,8 +2,9 @@
 //!
 //! The roots are indexed, then watched ([`crate::watch`]); each change updates only the paths
 //! it names. Every update is reported on stdout (a line, or a JSON object with `--json`), progress
-//! of long updates on stderr. Ctrl-C or SIGTERM stops watching, lets the update under way finish
-//! and publish (as the language server's shutdown does), and exits 0.
+//! of long updates on stderr. SIGUSR1 pauses indexing, SIGUSR2 resumes it. Ctrl-C or SIGTERM
+//! stops watching, lets the update under way finish and publish (as the language server's
+//! shutdown does; a paused one too), and exits 0.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -20,7 +21,7 @@ pub struct WatchArgs {
     /// Folders to index and watch (default: the current directory).
     paths: Vec<PathBuf>,
     /// One JSON object per line on stdout: `watching`, then `updated` / `failed` per update,
-    /// `stopped` at the end.
+    /// `paused` / `resumed`, `stopped` at the end.
     #[arg(long)]
     json: bool,
 }
@@ -48,7 +49,15 @@ pub fn run(args: WatchArgs, model: Option<&str>, ort: Option<&Path>) -> Result<(
         }
     };
     report.say(&Message::Watching { roots: workspace.roots() });
-    let signal = wait_for_signal();
+    let signal = wait_for_signal(&|pause| {
+        if pause {
+            workspace.pause();
+            report.say(&Message::Paused);
+        } else {
+            workspace.resume();
+            report.say(&Message::Resumed);
+        }
+    });
     drop(watcher);
     // Finishes (and publishes) the update under way; a second Ctrl-C is the shell's to handle.
     workspace.shutdown();
@@ -56,15 +65,23 @@ pub fn run(args: WatchArgs, model: Option<&str>, ort: Option<&Path>) -> Result<(
     signal.map(|_| ())
 }
 
-/// Blocks until SIGINT or SIGTERM; returns which.
-fn wait_for_signal() -> Result<String> {
+/// Blocks until SIGINT or SIGTERM (returns which); SIGUSR1 pauses indexing and SIGUSR2 resumes
+/// it (`on_pause(true / false)`), for scripts that need the CPU for a while.
+fn wait_for_signal(on_pause: &dyn Fn(bool)) -> Result<String> {
+    use tokio::signal::unix::{SignalKind, signal};
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime
         .block_on(async {
-            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-            tokio::select! {
-                interrupted = tokio::signal::ctrl_c() => interrupted.map(|()| "SIGINT".to_string()),
-                _ = term.recv() => Ok("SIGTERM".to_string()),
+            let mut term = signal(SignalKind::terminate())?;
+            let mut pause = signal(SignalKind::user_defined1())?;
+            let mut resume = signal(SignalKind::user_defined2())?;
+            loop {
+                tokio::select! {
+                    interrupted = tokio::signal::ctrl_c() => return interrupted.map(|()| "SIGINT".to_string()),
+                    _ = term.recv() => return Ok("SIGTERM".to_string()),
+                    _ = pause.recv() => on_pause(true),
+                    _ = resume.recv() => on_pause(false),
+                }
             }
         })
         .context("cannot wait for Ctrl-C")
@@ -85,6 +102,8 @@ enum Message<'a> {
         root: &'a Path,
         error: &'a str,
     },
+    Paused,
+    Resumed,
     Stopped {
         signal: &'a str,
     },
@@ -117,6 +136,8 @@ impl Report {
                     crate::wire::human_duration(stats.seconds)
                 ),
                 Message::Failed { root, error } => format!("{}: update failed: {error}", root.display()),
+                Message::Paused => "indexing paused (SIGUSR2 resumes); changes are queued".to_string(),
+                Message::Resumed => "indexing resumed".to_string(),
                 Message::Stopped { signal } => format!("stopped ({signal}); the index is up to date"),
             }
         };

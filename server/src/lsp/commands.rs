@@ -146,6 +146,15 @@ pub(super) async fn execute_command(backend: &Backend, params: ExecuteCommandPar
             }
             reply(wire::Toggled { roots: result })
         }
+        "raggrep.pause" | "raggrep.resume" => {
+            let workspace = backend.workspace()?;
+            if command == "raggrep.pause" {
+                workspace.pause();
+            } else {
+                workspace.resume();
+            }
+            reply(wire::Paused { paused: workspace.is_paused() })
+        }
         other => Err(invalid(format!("unknown command {other:?}; raggrep knows {}", COMMANDS.join(", ")))),
     }
 }

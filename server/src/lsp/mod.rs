@@ -46,6 +46,8 @@ pub const COMMANDS: &[&str] = &[
     "raggrep.reindex",
     "raggrep.status",
     "raggrep.toggle",
+    "raggrep.pause",
+    "raggrep.resume",
 ];
 /// Settings keys we understand (anything else is logged and ignored).
 const SETTING_KEYS: &[&str] =
