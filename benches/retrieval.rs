@@ -233,7 +233,7 @@ fn main() {
         let url = raggrep::team::TeamUrl::parse(&raw).unwrap();
         let mut client = url.connect().unwrap();
         let info = embedder.info();
-        let model = raggrep::team::schema::IndexModel { id: info.id.clone(), dim: info.dim };
+        let model = raggrep::team::schema::IndexModel::of(info);
         raggrep::team::schema::migrate(&mut client, &url, &model).unwrap();
         (url, client, model)
     });

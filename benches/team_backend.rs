@@ -83,7 +83,7 @@ fn main() {
     let embedder = OnnxEmbedder::load(Assets::locate(None, None).unwrap(), EmbedOptions::default()).unwrap();
     let _ = embedder.embed_query("warm up").unwrap();
     let info = embedder.info();
-    let model = IndexModel { id: info.id.clone(), dim: info.dim };
+    let model = IndexModel::of(info);
     let mut client = url.connect().unwrap();
     migrate(&mut client, &url, &model).unwrap();
     let name = root.canonicalize().unwrap().file_name().unwrap().to_string_lossy().to_string();

@@ -49,7 +49,7 @@ pub fn push(args: PushArgs, model: Option<&str>, ort: Option<&Path>) -> Result<(
     let mut client = url.connect()?;
     let embedder = super::load_embedder(model, ort)?;
     let info = embedder.info();
-    schema::migrate(&mut client, &url, &IndexModel { id: info.id.clone(), dim: info.dim })?;
+    schema::migrate(&mut client, &url, &IndexModel::of(info))?;
     let options = IndexOptions { shared_cache: index::SharedCacheConfig::from_env(), ..IndexOptions::default() };
     super::run_update(&location, &embedder, &options)?;
     let snapshot = Snapshot::open(&location)?;
@@ -109,7 +109,7 @@ pub fn query(args: FromArgs<'_>, model: Option<&str>, ort: Option<&Path>) -> Res
     let mut client = url.connect()?;
     let embedder = super::load_embedder(model, ort)?;
     let info = embedder.info();
-    let index_model = IndexModel { id: info.id.clone(), dim: info.dim };
+    let index_model = IndexModel::of(info);
     let request = TeamQuery {
         text: args.text.to_string(),
         k: args.k,

@@ -31,7 +31,7 @@ pub(super) fn section(cache: &Mutex<TeamCache>, workspace: &Workspace, query: &Q
         let key = (setting.clone(), roots.clone());
         if cache.built_for.as_ref() != Some(&key) {
             let info = workspace.embedder().info();
-            let model = IndexModel { id: info.id.clone(), dim: info.dim };
+            let model = IndexModel::of(info);
             cache.source = match from_setting(&setting, &roots, model) {
                 Ok(None) => None,
                 Ok(Some(source)) => {

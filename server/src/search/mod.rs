@@ -162,6 +162,19 @@ pub fn search(
     search_with_vector(snapshot, vector.as_ref(), query, None, start)
 }
 
+/// The query's `--path` glob, compiled (paths are root-relative, `/`-separated).
+pub fn path_matcher(query: &Query) -> Result<Option<GlobMatcher>, SearchError> {
+    query
+        .path_glob
+        .as_ref()
+        .map(|pattern| {
+            Glob::new(pattern)
+                .map(|glob| glob.compile_matcher())
+                .map_err(|e| SearchError::Glob { glob: pattern.clone(), message: e.to_string() })
+        })
+        .transpose()
+}
+
 /// Runs a query with a precomputed query vector (for "find similar"), optionally excluding
 /// chunks (the source of a similarity search).
 pub fn search_with_vector(
@@ -171,14 +184,7 @@ pub fn search_with_vector(
     exclude: Option<&dyn Fn(&ChunkRef<'_>) -> bool>,
     start: Instant,
 ) -> Result<SearchResults, SearchError> {
-    let glob: Option<GlobMatcher> = match &query.path_glob {
-        Some(pattern) => Some(
-            Glob::new(pattern)
-                .map_err(|e| SearchError::Glob { glob: pattern.clone(), message: e.to_string() })?
-                .compile_matcher(),
-        ),
-        None => None,
-    };
+    let glob = path_matcher(query)?;
     let filtered = glob.is_some() || query.language.is_some() || exclude.is_some();
     let accept = |chunk: &ChunkRef<'_>| -> bool {
         glob.as_ref().is_none_or(|g| g.is_match(chunk.path))

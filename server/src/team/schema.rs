@@ -15,6 +15,13 @@ pub struct IndexModel {
     pub dim: usize,
 }
 
+impl IndexModel {
+    /// The model an embedder computes vectors with.
+    pub fn of(info: &crate::embed::ModelInfo) -> IndexModel {
+        IndexModel { id: info.id.clone(), dim: info.dim }
+    }
+}
+
 /// Migration `n` takes the schema from version `n` to `n + 1`. `{dim}` is the model's dimension.
 const MIGRATIONS: [&str; 1] = [r#"
 CREATE TABLE raggrep.meta (key text PRIMARY KEY, value text NOT NULL);

@@ -62,14 +62,7 @@ impl TeamSource {
     /// A local search's query against the team index: its language and path filters apply to
     /// the team's paths too (more candidates are asked for, so filtering still leaves `k`).
     pub fn search_like(&self, embedder: Option<&dyn Embedder>, query: &Query) -> Result<TeamResults, TeamError> {
-        let glob = match &query.path_glob {
-            Some(pattern) => Some(
-                globset::Glob::new(pattern)
-                    .map_err(|e| TeamError::Repo(format!("invalid path glob {pattern:?}: {e}")))?
-                    .compile_matcher(),
-            ),
-            None => None,
-        };
+        let glob = crate::search::path_matcher(query).map_err(|e| TeamError::Repo(e.to_string()))?;
         let filtered = glob.is_some() || query.language.is_some();
         let team_query = TeamQuery {
             text: query.text.clone(),
