@@ -71,7 +71,8 @@ local ok_run, err_run = xpcall(function()
   local raggrep = require('raggrep')
   check(method == 'start' and 'plugin runs its 0.10 code paths' or 'plugin runs its 0.11 code paths',
     require('raggrep.config').has_011 == (method ~= 'start') or vim.fn.has('nvim-0.11') == 0)
-  check('commands defined by plugin/raggrep.lua', vim.fn.exists(':Raggrep') == 2 and vim.fn.exists(':RaggrepSimilar') == 2)
+  check('commands defined by plugin/raggrep.lua', vim.fn.exists(':Raggrep') == 2 and vim.fn.exists(':RaggrepSimilar') == 2
+    and vim.fn.exists(':RaggrepPause') == 2 and vim.fn.exists(':RaggrepResume') == 2)
   check('setup rejects a bad setting', not pcall(raggrep.setup, { settings = { logLevel = 'loud' } }))
   check('setup rejects an unknown option', not pcall(raggrep.setup, { bogus = true }))
   check('setup rejects a bad ui', not pcall(raggrep.setup, { ui = 'nope' }))
@@ -349,6 +350,55 @@ local ok_run, err_run = xpcall(function()
   check('status has chunks > 0', (status.chunks or 0) > 0, vim.inspect(status))
   local summary = table.concat(vim.list_slice(notes, notes_before + 1), '\n')
   check(':RaggrepStatus prints a summary', summary:find('chunks', 1, true) ~= nil, summary)
+
+  -- :RaggrepPause / :RaggrepResume: the server's answer is announced, :RaggrepStatus gives its
+  -- reason while paused (and not after), and searching goes on while paused.
+  local function paused_reasons(st)
+    local found = {}
+    for _, r in ipairs(type(st.roots) == 'table' and st.roots or { st }) do
+      local reason = r.reason ~= vim.NIL and r.reason or nil
+      if type(reason) == 'string' and reason:find('paused', 1, true) then
+        found[#found + 1] = reason
+      end
+    end
+    return found
+  end
+  local function status_now()
+    local before_statuses, before_notes = #statuses, #notes
+    vim.cmd('RaggrepStatus')
+    local answered = wait(10000, function() return #statuses > before_statuses end)
+    return answered and statuses[#statuses] or {}, table.concat(vim.list_slice(notes, before_notes + 1), '\n'), answered
+  end
+  local pause_events = {}
+  vim.api.nvim_create_autocmd('User', {
+    pattern = 'RaggrepPaused',
+    callback = function(ev) pause_events[#pause_events + 1] = ev.data end,
+  })
+  notes_before = #notes
+  vim.cmd('RaggrepPause')
+  check(':RaggrepPause notifies "raggrep: indexing paused"', wait(10000, function()
+    return vim.tbl_contains(vim.list_slice(notes, notes_before + 1), 'raggrep: indexing paused')
+  end), vim.inspect(vim.list_slice(notes, notes_before + 1)))
+  check(':RaggrepPause fires User RaggrepPaused with paused = true', pause_events[1] ~= nil and pause_events[1].paused == true
+    and pause_events[1].client_id == client.id, vim.inspect(pause_events))
+  local paused_status, paused_summary, paused_answered = status_now()
+  check('while paused, the status reason says "indexing is paused"', paused_answered and #paused_reasons(paused_status) > 0
+    and paused_reasons(paused_status)[1]:find('^indexing is paused') ~= nil, vim.inspect(paused_status))
+  check('while paused, :RaggrepStatus prints it', paused_summary:find('indexing is paused', 1, true) ~= nil, paused_summary)
+  n = #shown
+  vim.cmd('Raggrep check whether an API token is still valid')
+  check(':Raggrep still answers while paused', wait(30000, function() return #shown > n end)
+    and #(shown[#shown].items or {}) > 0, vim.inspect(shown[#shown] and shown[#shown].title))
+  vim.cmd('cclose')
+  notes_before = #notes
+  vim.cmd('RaggrepResume')
+  check(':RaggrepResume notifies "raggrep: indexing resumed"', wait(10000, function()
+    return vim.tbl_contains(vim.list_slice(notes, notes_before + 1), 'raggrep: indexing resumed')
+  end), vim.inspect(vim.list_slice(notes, notes_before + 1)))
+  check(':RaggrepResume fires User RaggrepPaused with paused = false', pause_events[2] ~= nil and pause_events[2].paused == false, vim.inspect(pause_events))
+  local resumed_status, resumed_summary, resumed_answered = status_now()
+  check('after :RaggrepResume the status no longer says paused', resumed_answered and #paused_reasons(resumed_status) == 0
+    and not resumed_summary:find('paused', 1, true) and (resumed_status.chunks or 0) > 0, vim.inspect(resumed_status) .. '\n' .. resumed_summary)
 
   -- :RaggrepReindex
   notes_before = #notes

@@ -19,6 +19,7 @@ import {
   Hit,
   hitRange,
   hitUri,
+  pauseMessage,
   Range,
   SearchResult,
   serverSettings,
@@ -46,6 +47,8 @@ class Raggrep implements vscode.Disposable {
   private status: Status | undefined;
   /** Why the last `raggrep.status` failed (e.g. the model could not be loaded). */
   private statusError: string | undefined;
+  /** Indexing paused (`raggrep.pause`); the server forgets it when it restarts, and so do we. */
+  private paused = false;
   private sentSettings = '';
   private statusTimer: NodeJS.Timeout | undefined;
   private readonly disposables: vscode.Disposable[] = [];
@@ -91,11 +94,11 @@ class Raggrep implements vscode.Disposable {
     }
     const running = [...this.progress.values()].pop();
     if (running) {
-      this.show({ kind: 'progress', ...running });
+      this.show({ kind: 'progress', ...running, paused: this.paused });
     } else if (this.statusError) {
       this.show({ kind: 'error', message: this.statusError });
     } else if (this.status) {
-      this.show({ kind: 'status', status: this.status });
+      this.show({ kind: 'status', status: this.status, paused: this.paused });
     } else {
       this.show({ kind: 'starting' });
     }
@@ -114,6 +117,7 @@ class Raggrep implements vscode.Disposable {
     this.startError = undefined;
     this.status = undefined;
     this.statusError = undefined;
+    this.paused = false;
     this.progress.clear();
     if (!vscode.workspace.workspaceFolders?.length) {
       this.render();
@@ -179,8 +183,9 @@ class Raggrep implements vscode.Disposable {
         this.progress.clear();
         this.render();
       } else if (e.newState === State.Running && started) {
-        // Restarted after a crash.
+        // Restarted after a crash: a new server, not paused.
         this.startError = undefined;
+        this.paused = false;
         void this.refreshStatus();
       }
     });
@@ -255,9 +260,10 @@ class Raggrep implements vscode.Disposable {
       this.output.appendLine(`raggrep.status failed: ${this.statusError}`);
     }
     this.render();
-    // Indexing without a progress report (nothing to embed): look again shortly.
+    // Indexing without a progress report (nothing to embed): look again shortly. Not while
+    // paused: nothing moves until Resume, which looks again itself.
     if (this.statusTimer) clearTimeout(this.statusTimer);
-    if (this.progress.size === 0 && statusRoots(this.status).some((r) => r.indexing)) {
+    if (!this.paused && this.progress.size === 0 && statusRoots(this.status).some((r) => r.indexing)) {
       this.statusTimer = setTimeout(() => void this.refreshStatus(), 2000);
     }
   }
@@ -379,10 +385,29 @@ class Raggrep implements vscode.Disposable {
     this.render();
     const lines = formatStatus(status, os.homedir());
     this.output.appendLine(`status:\n  ${lines.join('\n  ')}`);
-    const choice = await vscode.window.showInformationMessage(`raggrep: ${lines.join('; ')}`, 'Reindex', 'Toggle', 'Show Log');
+    const actions = this.paused ? ['Resume', 'Reindex', 'Toggle', 'Show Log'] : ['Reindex', 'Toggle', 'Show Log'];
+    const choice = await vscode.window.showInformationMessage(`raggrep: ${lines.join('; ')}`, ...actions);
+    if (choice === 'Resume') void this.setPaused(false);
     if (choice === 'Reindex') void this.reindex();
     if (choice === 'Toggle') void this.toggle();
     if (choice === 'Show Log') this.output.show();
+  }
+
+  /**
+   * Pauses (`raggrep.pause`) or resumes (`raggrep.resume`) indexing: while paused the update under
+   * way stops after its current batch and file changes are queued; searches keep working.
+   */
+  async setPaused(pause: boolean): Promise<void> {
+    try {
+      const answer = await this.execute<{ paused?: boolean }>(pause ? 'raggrep.pause' : 'raggrep.resume');
+      const { paused, message } = pauseMessage(answer, pause);
+      this.paused = paused;
+      this.render();
+      void vscode.window.showInformationMessage(message);
+      await this.refreshStatus();
+    } catch (err) {
+      void vscode.window.showErrorMessage(`raggrep: ${pause ? 'Pause' : 'Resume'} Indexing failed: ${errorText(err)}`);
+    }
   }
 
   /** Turns indexing of the current workspace folder on/off (the server remembers it). */
@@ -468,6 +493,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('raggrep.reindexWorkspace', () => r.reindex()),
     vscode.commands.registerCommand('raggrep.showStatus', () => r.showStatus()),
     vscode.commands.registerCommand('raggrep.toggleWorkspace', () => r.toggle()),
+    vscode.commands.registerCommand('raggrep.pauseIndexing', () => r.setPaused(true)),
+    vscode.commands.registerCommand('raggrep.resumeIndexing', () => r.setPaused(false)),
     vscode.commands.registerCommand('raggrep.contextForQuestion', () => r.contextForQuestion()),
     vscode.commands.registerCommand('raggrep.restartServer', () => r.restart()),
     vscode.workspace.onDidChangeConfiguration((e) => void r.configurationChanged(e)),

@@ -495,21 +495,28 @@ export function formatStatus(status: Status | null | undefined, home?: string): 
   });
 }
 
-/** What the status-bar item shows. */
+/**
+ * What the status-bar item shows. `paused`: indexing is paused (`raggrep.pause`); the bar says
+ * so in place of the progress or the chunk count.
+ */
 export type BarState =
   | { kind: 'starting' }
   | { kind: 'error'; message: string }
   | { kind: 'noFolder' }
-  | { kind: 'progress'; percentage?: number; message?: string; title?: string }
-  | { kind: 'status'; status: Status };
+  | { kind: 'progress'; percentage?: number; message?: string; title?: string; paused?: boolean }
+  | { kind: 'status'; status: Status; paused?: boolean };
 
 export interface BarView {
   text: string;
   tooltip: string;
 }
 
-/** Status-bar text and tooltip for a state: progress, chunk count, or off. */
+/** The tooltip's last line while indexing is paused. */
+const PAUSED_HINT = 'Indexing is paused: file changes are queued, searches keep working. "raggrep: Resume Indexing" goes on.';
+
+/** Status-bar text and tooltip for a state: progress, chunk count, paused, or off. */
 export function statusBar(state: BarState): BarView {
+  if ((state.kind === 'progress' || state.kind === 'status') && state.paused) return pausedBar(state);
   switch (state.kind) {
     case 'starting':
       return { text: '$(loading~spin) raggrep', tooltip: 'raggrep: starting the language server' };
@@ -545,6 +552,43 @@ export function statusBar(state: BarState): BarView {
       return { text: `$(database) raggrep: ${chunks} chunks${limited}`, tooltip };
     }
   }
+}
+
+/**
+ * The bar while indexing is paused: `$(debug-pause) raggrep: paused`, with the chunk count when
+ * the status has one, or how far the update under way got (it stops after its current batch).
+ */
+function pausedBar(state: Extract<BarState, { kind: 'progress' | 'status' }>): BarView {
+  if (state.kind === 'progress') {
+    const pct = typeof state.percentage === 'number' ? ` at ${Math.round(state.percentage)}%` : '';
+    const detail = [state.title, state.message].filter(Boolean).join(': ');
+    return {
+      text: `$(debug-pause) raggrep: paused${pct}`,
+      tooltip: `raggrep: indexing paused${pct}${detail ? ` (${detail})` : ''}\n${PAUSED_HINT}`,
+    };
+  }
+  const on = statusRoots(state.status).filter((r) => r.enabled !== false);
+  const counted = on.filter((r) => typeof r.chunks === 'number');
+  const chunks = counted.reduce((n, r) => n + (r.chunks ?? 0), 0);
+  const lines = statusRoots(state.status).length > 0 ? formatStatus(state.status) : [];
+  return {
+    text: `$(debug-pause) raggrep: paused${counted.length > 0 ? ` (${chunks} chunks)` : ''}`,
+    tooltip: ['raggrep: indexing paused', ...lines, PAUSED_HINT, 'Click for details.'].join('\n'),
+  };
+}
+
+/**
+ * The message after `raggrep.pause` / `raggrep.resume`, from the server's answer `{paused}`
+ * (the answer wins over what was asked: it is the server's state).
+ */
+export function pauseMessage(answer: { paused?: unknown } | null | undefined, asked: boolean): { paused: boolean; message: string } {
+  const paused = typeof answer?.paused === 'boolean' ? answer.paused : asked;
+  return {
+    paused,
+    message: paused
+      ? 'raggrep: indexing paused (file changes are queued; searches keep working).'
+      : 'raggrep: indexing resumed.',
+  };
 }
 
 /** `$/progress` value (begin/report/end) folded into the bar's progress state. */

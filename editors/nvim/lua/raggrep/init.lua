@@ -215,6 +215,33 @@ function M.toggle(enabled)
   end)
 end
 
+--- Pauses (pause = true, `raggrep.pause`) or resumes (false, `raggrep.resume`) indexing: while
+--- paused the update under way stops after its current embedding batch, file changes are queued
+--- and searches keep working. Says which from the server's answer `{paused}` and fires
+--- `User RaggrepPaused` (data: client_id, paused). The server does not remember it across restarts.
+function M.set_paused(pause)
+  return M.execute(pause and 'raggrep.pause' or 'raggrep.resume', nil, function(result, client)
+    local paused = value(result.paused)
+    if type(paused) ~= 'boolean' then
+      paused = pause
+    end
+    notify(paused and 'indexing paused' or 'indexing resumed')
+    vim.api.nvim_exec_autocmds('User', {
+      pattern = 'RaggrepPaused',
+      modeline = false,
+      data = { client_id = client.id, paused = paused },
+    })
+  end)
+end
+
+function M.pause()
+  return M.set_paused(true)
+end
+
+function M.resume()
+  return M.set_paused(false)
+end
+
 --- The best chunks for a question under a token budget, in a scratch buffer.
 function M.context(query, max_tokens)
   query = vim.trim(query or '')
@@ -264,6 +291,8 @@ function M.create_commands()
       M.toggle()
     end
   end, { bang = true, desc = 'raggrep: toggle indexing of this workspace (! turns it off)' })
+  command('RaggrepPause', function() M.pause() end, { desc = 'raggrep: pause indexing (changes are queued, search goes on)' })
+  command('RaggrepResume', function() M.resume() end, { desc = 'raggrep: resume indexing' })
   command('RaggrepContext', with_query(function(q) M.context(q) end), { nargs = '*', desc = 'raggrep: context for a question' })
 end
 

@@ -428,6 +428,29 @@ async function main() {
   check('Toggle turns indexing on again', toggledOn, await toasts.innerText().catch(() => '(no notification)'));
   check('the status bar shows the chunk count again', await visible(counted, 30_000), await page.locator('.part.statusbar').innerText());
 
+  // raggrep: Pause Indexing / Resume Indexing: the status bar says paused (pause icon), Show
+  // Status gives the server's reason, and after Resume the chunk count is back.
+  await clearToasts();
+  const pausedBar = page.locator('.statusbar-item').filter({ hasText: 'raggrep: paused' });
+  check('"raggrep: Pause Indexing" is in the command palette', await palette('raggrep: Pause Indexing'));
+  check('Pause says indexing is paused', await visible(toasts.locator('.notification-toast').filter({ hasText: 'raggrep: indexing paused' }), 10_000), await toasts.innerText().catch(() => '(no notification)'));
+  const pausedShown = await visible(pausedBar.locator('.codicon-debug-pause'), 10_000);
+  check('the status bar shows "raggrep: paused" with the pause icon', pausedShown, await page.locator('.part.statusbar').innerText());
+  await page.screenshot({ path: path.join(artifacts, 'paused.png') });
+  await clearToasts();
+  check('"raggrep: Show Status" runs while paused', await palette('raggrep: Show Status'));
+  const pausedStatus = toasts.locator('.notification-toast').filter({ hasText: /raggrep: .*chunks.*indexing is paused/ });
+  check('Show Status gives the server\'s reason "indexing is paused", and offers Resume', (await visible(pausedStatus, 10_000)) && /Resume/.test(await pausedStatus.first().innerText()), await toasts.innerText().catch(() => '(no notification)'));
+  await clearToasts();
+  check('"raggrep: Resume Indexing" is in the command palette', await palette('raggrep: Resume Indexing'));
+  check('Resume says indexing is resumed', await visible(toasts.locator('.notification-toast').filter({ hasText: 'raggrep: indexing resumed' }), 10_000), await toasts.innerText().catch(() => '(no notification)'));
+  const unpaused = await pausedBar
+    .first()
+    .waitFor({ state: 'hidden', timeout: 10_000 })
+    .then(() => true)
+    .catch(() => false);
+  check('after Resume the paused marker is gone and the chunk count is back', unpaused && (await visible(counted, 30_000)), await page.locator('.part.statusbar').innerText());
+
   // raggrep: Context for a Question: a Markdown document citing the sources.
   await clearToasts();
   check('"raggrep: Context for a Question" is in the command palette', await palette('raggrep: Context for a Question'));

@@ -13,6 +13,7 @@ import {
   kindIcon,
   languageId,
   lineRange,
+  pauseMessage,
   resultsToItems,
   SearchResult,
   searchTitle,
@@ -214,6 +215,50 @@ test('status bar: chunk count, indexing progress, off, errors', () => {
   assert.equal(statusBar({ kind: 'progress', title: 'raggrep: indexing ws', message: 'embedding' }).tooltip, 'raggrep: indexing ws: embedding');
   assert.equal(statusBar({ kind: 'error', message: 'not found' }).text, '$(error) raggrep');
   assert.equal(statusBar({ kind: 'starting' }).text, '$(loading~spin) raggrep');
+});
+
+test('status bar while paused: the pause icon and "paused" in text and tooltip, whatever it showed before', () => {
+  // The server's status while paused (server/src/workspace.rs: every root gets this reason).
+  const reason = 'indexing is paused (resume with raggrep.resume, or SIGUSR2 to raggrep watch)';
+  const pausedRoot = { ...readyRoot, reason };
+  const bar = statusBar({ kind: 'status', status: { ...pausedRoot, roots: [pausedRoot] }, paused: true });
+  assert.equal(bar.text, '$(debug-pause) raggrep: paused (18 chunks)');
+  assert.match(bar.tooltip, /^raggrep: indexing paused\n/);
+  assert.ok(bar.tooltip.includes(`/ws: 8 files, 18 chunks, ${reason}`), bar.tooltip);
+  assert.match(bar.tooltip, /"raggrep: Resume Indexing" goes on\.\nClick for details\.$/);
+  // Paused wins over indexing, partial, an error; off roots are not counted.
+  const busy = { roots: [{ ...readyRoot, indexing: true, partial: true, last_error: 'disk full' }, { ...readyRoot, root: '/b', chunks: 5, enabled: false }] };
+  assert.equal(statusBar({ kind: 'status', status: busy, paused: true }).text, '$(debug-pause) raggrep: paused (18 chunks)');
+  // No index yet (paused before the first one finished): no count.
+  assert.equal(statusBar({ kind: 'status', status: { roots: [{ root: '/a', indexing: true, reason }] }, paused: true }).text, '$(debug-pause) raggrep: paused');
+  // Paused in the middle of an update: how far it got.
+  const mid = statusBar({ kind: 'progress', percentage: 40.4, title: 'raggrep: indexing ws', message: 'embedding 4/10 chunks', paused: true });
+  assert.equal(mid.text, '$(debug-pause) raggrep: paused at 40%');
+  assert.equal(mid.tooltip.split('\n')[0], 'raggrep: indexing paused at 40% (raggrep: indexing ws: embedding 4/10 chunks)');
+  assert.equal(statusBar({ kind: 'progress', paused: true }).text, '$(debug-pause) raggrep: paused');
+  // Resumed (paused false or absent): back to what it showed before.
+  assert.equal(statusBar({ kind: 'status', status: { roots: [readyRoot] }, paused: false }).text, '$(database) raggrep: 18 chunks');
+  assert.equal(statusBar({ kind: 'progress', percentage: 40, paused: false }).text, '$(sync~spin) raggrep: indexing 40%');
+  for (const state of [{ roots: [readyRoot] }, busy]) {
+    const view = statusBar({ kind: 'status', status: state });
+    assert.ok(!view.text.includes('debug-pause') && !/paused/.test(view.text + view.tooltip), view.text);
+  }
+  // Errors and start-up are not hidden by a pause (they have no `paused`).
+  assert.equal(statusBar({ kind: 'error', message: 'stopped' }).text, '$(error) raggrep');
+});
+
+test('pause/resume messages follow the server\'s answer', () => {
+  assert.deepEqual(pauseMessage({ paused: true }, true), {
+    paused: true,
+    message: 'raggrep: indexing paused (file changes are queued; searches keep working).',
+  });
+  assert.deepEqual(pauseMessage({ paused: false }, false), { paused: false, message: 'raggrep: indexing resumed.' });
+  // The answer is the server's state, even when it is not what was asked.
+  assert.equal(pauseMessage({ paused: true }, false).paused, true);
+  // No usable answer: what was asked.
+  assert.equal(pauseMessage({}, true).paused, true);
+  assert.equal(pauseMessage(undefined, false).paused, false);
+  assert.equal(pauseMessage({ paused: 'yes' }, false).paused, false);
 });
 
 test('$/progress begin/report/end fold into one state', () => {
