@@ -596,6 +596,20 @@ impl Watching {
         self.lines.recv_timeout(Duration::from_secs(120)).expect("raggrep watch printed nothing for two minutes")
     }
 
+    /// The next JSON event, skipping updates that found nothing to do: one save can reach the
+    /// watcher as events further apart than its quiet period on a loaded machine, and the
+    /// second batch then updates nothing.
+    fn next_event(&self) -> Value {
+        loop {
+            let line = self.next();
+            let event: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+            let idle = event["event"] == "updated" && event["changed_files"] == 0 && event["removed_files"] == 0;
+            if !idle {
+                return event;
+            }
+        }
+    }
+
     fn signal(&mut self, name: &str) -> std::process::ExitStatus {
         let killed = Command::new("kill").args(["-s", name, &self.child.id().to_string()]).status().unwrap();
         assert!(killed.success());
@@ -623,7 +637,7 @@ fn watch_indexes_files_changed_on_disk_until_stopped() {
 
     // An edit on disk, no editor: one update naming the one changed file, and a query finds it.
     ws.write("src/ledger.py", "def settle_invoice_with_quokka_discount(invoice):\n    return invoice.total * 0.9\n");
-    let update = event(watch.next());
+    let update = watch.next_event();
     assert_eq!(update["event"], "updated", "{update}");
     assert_eq!(update["changed_files"], 1, "{update}");
     assert_eq!(update["embedded"], 1, "{update}");
@@ -632,12 +646,12 @@ fn watch_indexes_files_changed_on_disk_until_stopped() {
 
     // A removed file leaves the index.
     fs::remove_file(ws.root().join("src/ledger.py")).unwrap();
-    let removal = event(watch.next());
+    let removal = watch.next_event();
     assert_eq!(removal["removed_files"], 1, "{removal}");
 
     let status = watch.signal("TERM");
     assert!(status.success(), "raggrep watch exited with {status}");
-    assert_eq!(event(watch.next()), serde_json::json!({"event": "stopped", "signal": "SIGTERM"}));
+    assert_eq!(watch.next_event(), serde_json::json!({"event": "stopped", "signal": "SIGTERM"}));
     let response = ws.query(&["quokka", "--mode", "lexical"]);
     assert!(response["results"].as_array().unwrap().is_empty(), "{response:#}");
 }
@@ -673,7 +687,7 @@ fn watch_pauses_on_sigusr1_and_catches_up_on_sigusr2() {
         assert!(Command::new("kill").args(["-s", name, &pid.to_string()]).status().unwrap().success());
     };
     signal("USR1", watch.child.id());
-    assert_eq!(event(watch.next()), serde_json::json!({"event": "paused"}));
+    assert_eq!(watch.next_event(), serde_json::json!({"event": "paused"}));
     ws.write("src/ledger.py", "def settle_invoice_with_quokka_discount(invoice):\n    return invoice.total * 0.9\n");
     // Paused: the change is queued, not indexed (an update takes well under a second here).
     std::thread::sleep(Duration::from_secs(3));
@@ -682,15 +696,15 @@ fn watch_pauses_on_sigusr1_and_catches_up_on_sigusr2() {
     assert!(response["results"].as_array().unwrap().is_empty(), "indexed while paused: {response:#}");
 
     signal("USR2", watch.child.id());
-    assert_eq!(event(watch.next()), serde_json::json!({"event": "resumed"}));
-    let update = event(watch.next());
+    assert_eq!(watch.next_event(), serde_json::json!({"event": "resumed"}));
+    let update = watch.next_event();
     assert_eq!((update["event"].as_str(), update["changed_files"].as_u64()), (Some("updated"), Some(1)), "{update}");
     let response = ws.query(&["quokka", "--mode", "lexical", "-k", "1"]);
     assert_eq!(response["results"][0]["path"], "src/ledger.py", "{response:#}");
 
     // Paused again, then stopped: the exit is not held up by the pause.
     signal("USR1", watch.child.id());
-    assert_eq!(event(watch.next())["event"], "paused");
+    assert_eq!(watch.next_event()["event"], "paused");
     let status = watch.signal("TERM");
     assert!(status.success(), "raggrep watch exited with {status}");
 }
