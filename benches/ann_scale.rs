@@ -2,7 +2,11 @@
 //! latency p50/p95 and recall@10 against the exact scan at several `ef`, and hnsw_rs's own
 //! search over the same graph, at 10k and 100k vectors.
 //!
-//! `cargo bench --bench ann_scale -- [--sizes 10000,100000] [--queries 200] [--ef 32,64,96,160]`
+//! Then it grows each graph by insertion (`Ann::extend`, what an update does when new vectors
+//! arrive) with `--insert` fresh vectors, and reports the time against the full build above
+//! and recall@10 over all vectors afterwards.
+//!
+//! `cargo bench --bench ann_scale -- [--sizes 10000,100000] [--queries 200] [--ef 32,64,96,160] [--insert 1000]`
 //!
 //! The vectors are a mixture of 2,000 clusters (centre + noise, normalised), which is closer to
 //! real embeddings than uniform noise (on which every ANN index degrades); queries are fresh
@@ -56,6 +60,7 @@ fn main() {
         .map(|s| s.split(',').filter_map(|x| x.parse().ok()).collect())
         .unwrap_or_else(|| vec![10_000, 100_000]);
     let n_queries: usize = get("--queries").and_then(|s| s.parse().ok()).unwrap_or(200);
+    let n_insert: usize = get("--insert").and_then(|s| s.parse().ok()).unwrap_or(1000);
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let mut centres: Vec<f32> = (0..2000 * DIM).map(|_| rng.gauss()).collect();
     for c in centres.chunks_mut(DIM) {
@@ -70,6 +75,10 @@ fn main() {
     ];
     let mut build_table = vec![
         "| vectors | hnsw_rs build s | flatten s | graph file MB | bytes/vector | load ms |".to_string(),
+        "|---:|---:|---:|---:|---:|---:|".to_string(),
+    ];
+    let mut insert_table = vec![
+        "| vectors | inserted | insert s | full build s | insert / build | recall@10 after |".to_string(),
         "|---:|---:|---:|---:|---:|---:|".to_string(),
     ];
     for &n in &sizes {
@@ -140,12 +149,39 @@ fn main() {
             "| {n} | hnsw_rs search, same graph | {EF_SEARCH} | {p50:.3} | {p95:.3} | {:.3} |",
             recall / n_queries as f64
         ));
+        drop(hnsw);
+
+        let mut grown_data = data.clone();
+        for _ in 0..n_insert {
+            grown_data.extend(draw(&mut rng, &centres, 0.08));
+        }
+        let t = Instant::now();
+        let grown = ann.extend(&grown_data, DIM, &|_| true);
+        let insert = t.elapsed().as_secs_f64();
+        let mut recall = 0.0;
+        for q in &queries {
+            let mut exact: Vec<(usize, f32)> =
+                grown_data.chunks(DIM).map(|v| raggrep::embed::dot(v, q)).enumerate().collect();
+            exact.select_nth_unstable_by(9, |a, b| b.1.total_cmp(&a.1));
+            let truth: Vec<usize> = exact[..10].iter().map(|(s, _)| *s).collect();
+            let found: Vec<usize> = grown.search(&grown_data, q, 10, EF_SEARCH, None).iter().map(|f| f.0).collect();
+            recall += recall_of(&found, &truth);
+        }
+        insert_table.push(format!(
+            "| {n} | {n_insert} | {insert:.2} | {build:.1} | {:.3} | {:.3} |",
+            insert / build,
+            recall / n_queries as f64
+        ));
     }
     for line in build_table {
         println!("{line}");
     }
     println!();
     for line in table {
+        println!("{line}");
+    }
+    println!();
+    for line in insert_table {
         println!("{line}");
     }
 }

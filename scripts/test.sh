@@ -87,7 +87,7 @@ bash benches/retrieval/build.sh --quick
 cargo bench --locked --bench retrieval -- --quick --check --floor chunk_r5=0.48,chunk_mrr=0.39,file_r1=0.64
 
 step "performance benchmarks, quick mode (they run; no timing is asserted)"
-cargo bench --locked --bench ann_scale -- --sizes 3000 --queries 20 --ef 32,96
+cargo bench --locked --bench ann_scale -- --sizes 3000 --queries 20 --ef 32,96 --insert 300
 cargo bench --locked --bench scale_index -- --chunks 3000
 cargo bench --locked --bench embed_throughput -- --quick --configs 1x0
 cargo bench --locked --bench scoped_update -- --files 3000 --code 50 --rounds 2

@@ -708,3 +708,67 @@ fn watch_pauses_on_sigusr1_and_catches_up_on_sigusr2() {
     let status = watch.signal("TERM");
     assert!(status.success(), "raggrep watch exited with {status}");
 }
+
+/// Python source of `n` small, different functions (`tag` keeps files apart).
+fn many_functions(tag: &str, n: usize) -> String {
+    let verbs = ["parse", "render", "merge", "split", "count", "rotate", "encode", "score", "clamp", "pack"];
+    let nouns = ["invoice", "matrix", "cookie", "tile", "ledger", "sample", "route", "glyph", "bucket", "vertex"];
+    (0..n)
+        .map(|i| {
+            let (verb, noun) = (verbs[i % verbs.len()], nouns[(i / verbs.len()) % nouns.len()]);
+            format!(
+                "def {verb}_{noun}_{tag}_{i}(items, limit={i}):\n    \"\"\"{verb} each {noun} of the {tag} batch, at most {i}.\"\"\"\n    out = [x for x in items if x is not None][:limit]\n    return sorted(out, key=lambda x: (x, {i}))\n\n\n"
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_vector_graph_grows_by_insertion() {
+    let ws = Workspace::empty();
+    for f in 0..3 {
+        ws.write(&format!("pkg/first_{f}.py"), &many_functions(&format!("first{f}"), 20));
+    }
+    let index = |ws: &Workspace| {
+        let out = ws.ok(&["index", ".", "--json", "--ann-min-slots", "32"]);
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        let status: Value = serde_json::from_slice(&ws.ok(&["status", "--json"]).stdout).unwrap();
+        (stderr, status)
+    };
+    let (stderr, status) = index(&ws);
+    assert!(stderr.contains("building the HNSW graph over"), "{stderr}");
+    let first = status["vectors"].as_u64().unwrap();
+    assert!(first >= 60, "{status:#}");
+    assert_eq!(status["ann_slots"], first, "{status:#}");
+
+    // Enough new vectors (≥ the threshold, here 32): inserted into the graph, not rebuilt.
+    ws.write("pkg/second.py", &many_functions("second", 40));
+    ws.write(
+        "pkg/geo.py",
+        "def haversine_km(lat1, lon1, lat2, lon2):\n    \"\"\"Great-circle distance between two points on Earth.\"\"\"\n    from math import radians, sin, cos, asin, sqrt\n    a = sin(radians(lat2 - lat1) / 2) ** 2 + cos(radians(lat1)) * cos(radians(lat2)) * sin(radians(lon2 - lon1) / 2) ** 2\n    return 12742 * asin(sqrt(a))\n",
+    );
+    let (stderr, status) = index(&ws);
+    let second = status["vectors"].as_u64().unwrap();
+    assert!(second >= first + 41, "{status:#}");
+    assert!(stderr.contains(&format!("adding {} vectors to the HNSW graph", second - first)), "{stderr}");
+    assert!(!stderr.contains("building the HNSW graph"), "{stderr}");
+    assert_eq!(status["ann_slots"], second, "{status:#}");
+    let query = ["--mode", "dense", "-k", "5", "distance between two coordinates on the globe"];
+    let approx = ws.query(&query);
+    assert_eq!(hits(&approx).first(), Some(&("pkg/geo.py".to_string(), "haversine_km".to_string())), "{approx:#}");
+    let mut exact_args = query.to_vec();
+    exact_args.push("--exact");
+    assert_eq!(hits(&approx), hits(&ws.query(&exact_args)), "the grown graph answers like the exact scan");
+
+    // A few new vectors (below the threshold): the graph is left as it is and they are scanned.
+    ws.write(
+        "pkg/third.py",
+        "def fahrenheit_to_celsius(degrees):\n    \"\"\"Convert a temperature in Fahrenheit to Celsius.\"\"\"\n    return (degrees - 32) * 5 / 9\n",
+    );
+    let (stderr, status) = index(&ws);
+    assert!(!stderr.contains("HNSW graph"), "{stderr}");
+    assert_eq!(status["ann_slots"], second, "{status:#}");
+    assert!(status["vectors"].as_u64().unwrap() > second);
+    let found = ws.query(&["--mode", "dense", "-k", "3", "turn a temperature into degrees celsius"]);
+    assert_eq!(hits(&found).first().map(|h| h.0.as_str()), Some("pkg/third.py"), "{found:#}");
+}

@@ -35,6 +35,9 @@ impl Display {
             )),
             Progress::Embedding { done, total } => self.embedding(done, total),
             Progress::BuildingAnn { vectors } => self.line(&format!("building the HNSW graph over {vectors} vectors…")),
+            Progress::ExtendingAnn { vectors, new } => {
+                self.line(&format!("adding {new} vectors to the HNSW graph ({vectors} in all)…"))
+            }
             // The bar already shows embedding progress; a waiting CLI has no readers to update.
             Progress::Published { .. } | Progress::Followed => {}
         }

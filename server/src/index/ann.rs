@@ -23,7 +23,7 @@
 //! ```
 
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::{BTreeMap, BinaryHeap};
 use std::fs::File;
 use std::ops::Range;
 use std::path::Path;
@@ -101,6 +101,11 @@ impl Ann {
 
     /// Builds a graph over `vectors` (slots × `dim` floats, unit length), ids = slot numbers.
     pub fn build_from(vectors: &[f32], dim: usize, live: &dyn Fn(usize) -> bool) -> Ann {
+        let slots = vectors.len() / dim.max(1);
+        if !(0..slots).any(live) {
+            // hnsw_rs cannot walk a graph without points.
+            return Self::from_lists(slots, 0, Vec::new());
+        }
         Self::from_hnsw(&Self::build_hnsw(vectors, dim, live), vectors.len() / dim.max(1))
     }
 
@@ -136,11 +141,16 @@ impl Ann {
                 per_layer[layer].push((slot, links.collect()));
             }
         }
+        Self::from_lists(slots, entry.map_or(0, |(_, s)| s), per_layer)
+    }
+
+    /// Lays out per-layer adjacency lists (slot, neighbour slots) as the flat file format.
+    fn from_lists(slots: usize, entry: u32, mut per_layer: Vec<Vec<(u32, Vec<u32>)>>) -> Ann {
         if per_layer.is_empty() {
             per_layer.push(Vec::new());
         }
         let mut words: Vec<u32> = MAGIC.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-        words.extend([VERSION, slots as u32, entry.map_or(0, |(_, s)| s), per_layer.len() as u32]);
+        words.extend([VERSION, slots as u32, entry, per_layer.len() as u32]);
         for (layer, nodes) in per_layer.iter().enumerate() {
             let listed = if layer == 0 { slots } else { nodes.len() };
             let edges: usize = nodes.iter().map(|(_, links)| links.len()).sum();
@@ -166,6 +176,256 @@ impl Ann {
         Self::parse(Words::Owned(words)).unwrap_or_else(|e| unreachable!("a freshly built graph is valid: {e}"))
     }
 
+    /// This graph grown to cover `vectors` (slots × `dim` floats, unit length, the first
+    /// `slots()` of them the ones the graph was built over): each new slot for which `live` is
+    /// true is inserted the way HNSW builds a graph (a random level, a beam search per layer,
+    /// neighbours chosen by the same heuristic and links made both ways, a full list keeping its
+    /// closest), so the result is a graph as if built by insertion from the start, without
+    /// revisiting the old slots. Cost is proportional to the new slots (plus one copy of the
+    /// links), where a rebuild is proportional to all of them.
+    pub fn extend(&self, vectors: &[f32], dim: usize, live: &dyn Fn(usize) -> bool) -> Ann {
+        let slots = vectors.len() / dim.max(1);
+        if slots <= self.slots || dim == 0 {
+            return self.thawed(self.slots, live).frozen(self.slots);
+        }
+        let mut graph = self.thawed(slots, live);
+        let mut growing = Growing { lists: &mut graph, vectors, dim, live, visited: vec![0; slots], stamp: 0 };
+        for slot in (self.slots..slots).filter(|&s| live(s)) {
+            growing.insert(slot as u32);
+        }
+        growing.adopt_orphans();
+        graph.frozen(slots)
+    }
+
+    /// The graph as editable lists over `slots` slots (at least `self.slots`).
+    fn thawed(&self, slots: usize, live: &dyn Fn(usize) -> bool) -> Lists {
+        let w = self.words.as_slice();
+        let mut layers: Vec<BTreeMap<u32, Vec<u32>>> = Vec::with_capacity(self.layers.len());
+        let mut layer0: Vec<Vec<u32>> = vec![Vec::new(); slots];
+        for (slot, list) in layer0.iter_mut().enumerate().take(self.slots) {
+            list.extend_from_slice(self.neighbours(0, slot as u32));
+        }
+        for (layer, l) in self.layers.iter().enumerate().skip(1) {
+            let nodes = l.nodes.clone().map(|r| &w[r]).unwrap_or(&[]);
+            layers.push(nodes.iter().map(|&slot| (slot, self.neighbours(layer, slot).to_vec())).collect());
+        }
+        // A graph over no live slot has no entry yet: the first insertion becomes it. A dead
+        // entry with links still leads the way.
+        let linked = layer0.get(self.entry as usize).is_some_and(|l| !l.is_empty());
+        let entry = (self.slots > 0 && (linked || live(self.entry as usize))).then_some(self.entry);
+        Lists { layer0, upper: layers, entry }
+    }
+}
+
+/// An HNSW graph being edited: layer 0 indexed by slot, the upper layers by their nodes.
+struct Lists {
+    layer0: Vec<Vec<u32>>,
+    /// `upper[i]` is layer `i + 1`.
+    upper: Vec<BTreeMap<u32, Vec<u32>>>,
+    entry: Option<u32>,
+}
+
+impl Lists {
+    fn list(&self, layer: usize, slot: u32) -> &[u32] {
+        if layer == 0 {
+            self.layer0.get(slot as usize).map_or(&[], Vec::as_slice)
+        } else {
+            self.upper.get(layer - 1).and_then(|l| l.get(&slot)).map_or(&[], Vec::as_slice)
+        }
+    }
+
+    fn list_mut(&mut self, layer: usize, slot: u32) -> &mut Vec<u32> {
+        if layer == 0 { &mut self.layer0[slot as usize] } else { self.upper[layer - 1].entry(slot).or_default() }
+    }
+
+    fn top(&self) -> usize {
+        self.upper.len()
+    }
+
+    fn frozen(self, slots: usize) -> Ann {
+        let Lists { layer0, upper, entry } = self;
+        let mut per_layer: Vec<Vec<(u32, Vec<u32>)>> = Vec::with_capacity(upper.len() + 1);
+        per_layer.push(layer0.into_iter().enumerate().map(|(slot, links)| (slot as u32, links)).collect());
+        per_layer.extend(upper.into_iter().map(|layer| layer.into_iter().collect()));
+        Ann::from_lists(slots, entry.unwrap_or(0), per_layer)
+    }
+}
+
+/// Inserts slots into [`Lists`] with hnsw_rs's parameters and rules.
+struct Growing<'a> {
+    lists: &'a mut Lists,
+    vectors: &'a [f32],
+    dim: usize,
+    /// Slots a new one may link to (dead slots still lead searches through the graph).
+    live: &'a dyn Fn(usize) -> bool,
+    /// Visit marks: `visited[slot] == stamp` means seen in the current search.
+    visited: Vec<u32>,
+    stamp: u32,
+}
+
+impl Growing<'_> {
+    fn vector(&self, slot: u32) -> &[f32] {
+        &self.vectors[slot as usize * self.dim..(slot as usize + 1) * self.dim]
+    }
+
+    fn sim(&self, a: u32, b: u32) -> f32 {
+        crate::embed::dot(self.vector(a), self.vector(b))
+    }
+
+    /// hnsw_rs's level law: P(level ≥ l) = M^−l, from a uniform draw fixed by the slot, so
+    /// the same vectors always grow the same graph.
+    fn level(slot: u32) -> usize {
+        let bits = xxhash_rust::xxh3::xxh3_64_with_seed(&slot.to_le_bytes(), 0x05EE_DA11);
+        let uniform = ((bits >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+        let level = -uniform.ln() / (MAX_CONNECTIONS as f64).ln();
+        (level as usize).min(MAX_LAYERS - 1)
+    }
+
+    fn capacity(layer: usize) -> usize {
+        if layer == 0 { 2 * MAX_CONNECTIONS } else { MAX_CONNECTIONS }
+    }
+
+    fn insert(&mut self, slot: u32) {
+        let level = Self::level(slot);
+        let Some(entry) = self.lists.entry else {
+            if self.lists.upper.len() < level {
+                self.lists.upper.resize_with(level, BTreeMap::new);
+            }
+            for layer in 1..=level {
+                self.lists.list_mut(layer, slot);
+            }
+            self.lists.entry = Some(slot);
+            return;
+        };
+        let query = slot;
+        let mut nearest = vec![Scored(self.sim(query, entry), entry)];
+        let top = self.lists.top();
+        for layer in (level + 1..=top).rev() {
+            nearest = self.search_layer(query, &nearest, 1, layer);
+        }
+        for layer in (0..=level.min(top)).rev() {
+            nearest = self.search_layer(query, &nearest, EF_CONSTRUCTION, layer);
+            let chosen = self.select(&nearest, Self::capacity(layer));
+            *self.lists.list_mut(layer, slot) = chosen.clone();
+            for n in chosen {
+                self.link_back(layer, n, slot);
+            }
+        }
+        if level > top {
+            self.lists.upper.resize_with(level, BTreeMap::new);
+            for layer in top + 1..=level {
+                self.lists.list_mut(layer, slot);
+            }
+            self.lists.entry = Some(slot);
+        }
+    }
+
+    /// Beam search of one layer from `start`, keeping the `ef` most similar slots (best first).
+    fn search_layer(&mut self, query: u32, start: &[Scored], ef: usize, layer: usize) -> Vec<Scored> {
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            self.visited.fill(0);
+            self.stamp = 1;
+        }
+        let stamp = self.stamp;
+        let mut candidates: BinaryHeap<Scored> = BinaryHeap::new();
+        let mut results: BinaryHeap<std::cmp::Reverse<Scored>> = BinaryHeap::with_capacity(ef + 1);
+        for &s in start {
+            if self.visited[s.1 as usize] != stamp {
+                self.visited[s.1 as usize] = stamp;
+                candidates.push(s);
+                results.push(std::cmp::Reverse(s));
+            }
+        }
+        while results.len() > ef {
+            results.pop();
+        }
+        while let Some(Scored(s, slot)) = candidates.pop() {
+            let floor = results.peek().map_or(f32::NEG_INFINITY, |r| r.0.0);
+            if results.len() >= ef && s < floor {
+                break;
+            }
+            for i in 0..self.lists.list(layer, slot).len() {
+                let n = self.lists.list(layer, slot)[i];
+                if self.visited[n as usize] == stamp {
+                    continue;
+                }
+                self.visited[n as usize] = stamp;
+                let s = self.sim(query, n);
+                let floor = results.peek().map_or(f32::NEG_INFINITY, |r| r.0.0);
+                if results.len() < ef || s > floor {
+                    candidates.push(Scored(s, n));
+                    results.push(std::cmp::Reverse(Scored(s, n)));
+                    if results.len() > ef {
+                        results.pop();
+                    }
+                }
+            }
+        }
+        let mut out: Vec<Scored> = results.into_iter().map(|r| r.0).collect();
+        out.sort_by(|a, b| b.cmp(a));
+        out
+    }
+
+    /// The HNSW neighbour heuristic: a candidate is kept when it is closer to the new point than
+    /// to every neighbour kept so far, which spreads links across directions.
+    fn select(&self, candidates: &[Scored], m: usize) -> Vec<u32> {
+        let mut kept: Vec<u32> = Vec::with_capacity(m);
+        for &Scored(s, c) in candidates {
+            if kept.len() >= m {
+                break;
+            }
+            if (self.live)(c as usize) && kept.iter().all(|&r| self.sim(c, r) < s) {
+                kept.push(c);
+            }
+        }
+        kept
+    }
+
+    /// Links every live slot that no list in layer 0 points to from its most similar
+    /// neighbour. A full list drops its least similar link when a closer slot arrives, so an
+    /// outlier among many near-duplicates (one function beside forty generated ones) can lose
+    /// every link to it and become unreachable; one extra link over capacity keeps it found.
+    fn adopt_orphans(&mut self) {
+        let slots = self.lists.layer0.len();
+        let mut linked = vec![false; slots];
+        for list in &self.lists.layer0 {
+            for &n in list {
+                linked[n as usize] = true;
+            }
+        }
+        if let Some(entry) = self.lists.entry {
+            linked[entry as usize] = true;
+        }
+        for slot in 0..slots as u32 {
+            if linked[slot as usize] || !(self.live)(slot as usize) {
+                continue;
+            }
+            let nearest = self.lists.layer0[slot as usize].iter().map(|&n| Scored(self.sim(slot, n), n)).max();
+            if let Some(Scored(_, n)) = nearest {
+                self.lists.layer0[n as usize].push(slot);
+            }
+        }
+    }
+
+    /// Adds `slot` to `n`'s list in `layer`; a list over capacity drops its least similar link.
+    fn link_back(&mut self, layer: usize, n: u32, slot: u32) {
+        if self.lists.list(layer, n).contains(&slot) || n == slot {
+            return;
+        }
+        let mut list = std::mem::take(self.lists.list_mut(layer, n));
+        list.push(slot);
+        if list.len() > Self::capacity(layer) {
+            let mut scored: Vec<Scored> = list.iter().map(|&m| Scored(self.sim(n, m), m)).collect();
+            scored.sort_by(|a, b| b.cmp(a));
+            scored.truncate(Self::capacity(layer));
+            list = scored.into_iter().map(|s| s.1).collect();
+        }
+        *self.lists.list_mut(layer, n) = list;
+    }
+}
+
+impl Ann {
     /// Checks a word array and locates its tables. Every link is checked to be in range here, so
     /// searching never needs to.
     fn parse(words: Words) -> Result<Ann, String> {
@@ -479,6 +739,62 @@ mod tests {
         }
         let recall = hits as f64 / total as f64;
         assert!(recall >= 0.95, "recall@10 {recall}");
+    }
+
+    #[test]
+    fn a_grown_graph_finds_what_a_rebuilt_one_finds() {
+        let (n, old, dim) = (3000, 1800, 32);
+        let data = vectors(n, dim);
+        let dead = |s: usize| s % 11 == 5;
+        let built = Ann::build_from(&data[..old * dim], dim, &|s| !dead(s));
+        let grown = built.extend(&data, dim, &|s| !dead(s));
+        assert_eq!(grown.slots(), n);
+        assert_eq!(
+            grown.extend(&data, dim, &|s| !dead(s)).words.as_slice(),
+            grown.words.as_slice(),
+            "nothing new, nothing changed"
+        );
+        let again = built.extend(&data, dim, &|s| !dead(s));
+        assert_eq!(again.words.as_slice(), grown.words.as_slice(), "the same vectors grow the same graph");
+        let rebuilt = Ann::build_from(&data, dim, &|s| !dead(s));
+        let dir = tempfile::tempdir().unwrap();
+        grown.dump(dir.path(), "ann-00000002").unwrap();
+        let loaded = Ann::load(dir.path(), "ann-00000002", n).unwrap();
+        let (mut grown_hits, mut rebuilt_hits, mut total) = (0, 0, 0);
+        for q in 0..60 {
+            // Half the queries sit among the new vectors.
+            let at = if q % 2 == 0 { q * 29 % old } else { old + q * 17 % (n - old) };
+            let query = &data[at * dim..(at + 1) * dim];
+            let truth = exact(&data, dim, query, 10, &|s| !dead(s));
+            let found = loaded.search(&data, query, 10, EF_SEARCH, None);
+            assert!(found.iter().all(|(s, _)| !dead(*s)), "dead slots are never linked in");
+            grown_hits += found.iter().filter(|(s, _)| truth.contains(s)).count();
+            rebuilt_hits +=
+                rebuilt.search(&data, query, 10, EF_SEARCH, None).iter().filter(|(s, _)| truth.contains(s)).count();
+            total += truth.len();
+        }
+        let (grown_recall, rebuilt_recall) = (grown_hits as f64 / total as f64, rebuilt_hits as f64 / total as f64);
+        assert!(
+            grown_recall >= 0.95 && grown_recall >= rebuilt_recall - 0.02,
+            "recall@10 grown {grown_recall}, rebuilt {rebuilt_recall}"
+        );
+        let new_alone = |s: usize| s >= old && !dead(s);
+        let query = &data[(n - 1) * dim..n * dim];
+        let found = grown.search(&data, query, 10, EF_SEARCH, Some(&new_alone));
+        assert_eq!(found.first().map(|f| f.0), Some(n - 1), "a new vector is reachable and finds itself");
+    }
+
+    #[test]
+    fn a_graph_over_nothing_grows_from_its_first_insertion() {
+        let (n, dim) = (1500, 16);
+        let data = vectors(n, dim);
+        let empty = Ann::build_from(&data[..10 * dim], dim, &|_| false);
+        let grown = empty.extend(&data, dim, &|s| s >= 10);
+        let query = &data[700 * dim..701 * dim];
+        let truth = exact(&data, dim, query, 10, &|s| s >= 10);
+        let found: Vec<usize> = grown.search(&data, query, 10, EF_SEARCH, None).into_iter().map(|f| f.0).collect();
+        assert!(found.iter().filter(|s| truth.contains(s)).count() >= 9, "found {found:?}, truth {truth:?}");
+        assert!(found.iter().all(|&s| s >= 10));
     }
 
     #[test]

@@ -109,6 +109,11 @@ pub enum Progress {
     BuildingAnn {
         vectors: usize,
     },
+    /// Inserting vectors the graph does not cover yet into it.
+    ExtendingAnn {
+        vectors: usize,
+        new: usize,
+    },
     /// While waiting: the other writer published a generation; readers may reopen.
     Followed,
     /// An intermediate generation with more embedded chunks was published (every
@@ -859,12 +864,13 @@ fn publish(dir: &Path, manifest: &mut Manifest) -> Result<(), IndexError> {
     write_atomic(&current, format!("{name}\n").as_bytes()).map_err(|e| IndexError::io(&current, e))
 }
 
-/// Compacts the vector file when dead slots pile up, and (re)builds the HNSW graph when enough
-/// vectors are not in it.
+/// Compacts the vector file when dead slots pile up, builds the HNSW graph when there is none,
+/// and grows it by insertion when enough vectors are not in it.
 /// Dead vector slots that trigger a compaction (with at least 30 % of the file dead).
 pub const COMPACT_MIN_DEAD: usize = 1024;
-/// New vectors outside the graph that trigger a rebuild (or a tenth of the graph, if more).
-const ANN_REBUILD_MIN_UNCOVERED: usize = 2048;
+/// New vectors outside the graph that trigger an insertion. Below it they are scanned exactly
+/// (1,024 × 384 floats take well under a millisecond), and a save does not rewrite the graph.
+const ANN_EXTEND_MIN_UNCOVERED: usize = 1024;
 
 fn maintain_vectors(
     dir: &Path,
@@ -922,31 +928,44 @@ fn maintain_vectors(
         manifest.ann = None;
         return Ok(());
     }
-    let stale = match &manifest.ann {
-        None => true,
+    let vectors_path = dir.join(&manifest.vectors_file);
+    let is_live = |s: usize| live.get(s).copied().unwrap_or(false);
+    // A graph that is missing or unreadable is built from scratch (searches scan exactly
+    // meanwhile); one that lags behind is grown.
+    let current = match &manifest.ann {
+        None => None,
+        Some(entry) => match Ann::load(dir, &entry.basename, entry.slots as usize) {
+            Ok(ann) => Some(ann),
+            Err(err) => {
+                tracing::warn!("{err}; rebuilding the HNSW graph");
+                None
+            }
+        },
+    };
+    let grown = match current {
         Some(ann) => {
-            let uncovered = slots.saturating_sub(ann.slots as usize);
-            // A graph that is missing or unreadable is rebuilt too (searches fall back to the
-            // exact scan meanwhile).
-            uncovered > (ann.slots as usize / 10).max(ANN_REBUILD_MIN_UNCOVERED.min(options.ann_min_slots))
-                || Ann::load(dir, &ann.basename, ann.slots as usize).is_err()
+            let uncovered = slots.saturating_sub(ann.slots());
+            if uncovered < ANN_EXTEND_MIN_UNCOVERED.min(options.ann_min_slots).max(1) {
+                return Ok(());
+            }
+            progress(Progress::ExtendingAnn { vectors: slots, new: uncovered });
+            let vectors = VectorFile::open(&vectors_path, dim, slots)?;
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ann.extend(vectors.as_slice(), dim, &is_live)))
+        }
+        None => {
+            progress(Progress::BuildingAnn { vectors: slots });
+            let vectors = VectorFile::open(&vectors_path, dim, slots)?;
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Ann::build(&vectors, &is_live)))
         }
     };
-    if stale {
-        progress(Progress::BuildingAnn { vectors: slots });
-        let vectors = VectorFile::open(&dir.join(&manifest.vectors_file), dim, slots)?;
-        let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            Ann::build(&vectors, &|s| live.get(s).copied().unwrap_or(false))
-        }));
-        let Ok(ann) = built else {
-            // Exact search still answers; the graph is retried at the next update.
-            tracing::error!("building the HNSW graph failed; searching exactly for now");
-            manifest.ann = None;
-            return Ok(());
-        };
-        let basename = ann.dump(dir, &format!("ann-{:08}", manifest.generation + 1))?;
-        manifest.ann = Some(AnnEntry { basename, slots: slots as u64 });
-    }
+    let Ok(ann) = grown else {
+        // Exact search still answers; the graph is retried at the next update.
+        tracing::error!("building the HNSW graph failed; searching exactly for now");
+        manifest.ann = None;
+        return Ok(());
+    };
+    let basename = ann.dump(dir, &format!("ann-{:08}", manifest.generation + 1))?;
+    manifest.ann = Some(AnnEntry { basename, slots: slots as u64 });
     Ok(())
 }
 

@@ -74,6 +74,9 @@ pub(super) async fn forward_events(client: Client, events: &mut UnboundedReceive
                     Progress::BuildingAnn { vectors } => {
                         (false, format!("building the vector graph ({vectors})"), None)
                     }
+                    Progress::ExtendingAnn { vectors, new } => {
+                        (false, format!("adding {new} vectors to the vector graph ({vectors})"), None)
+                    }
                     Progress::Rebuilding { reason } => (false, reason.clone(), None),
                     Progress::Waiting => (false, "waiting for another raggrep process".into(), None),
                     // Embedding reports already carry the progress; another process's
