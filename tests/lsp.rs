@@ -257,3 +257,68 @@ fn indexing_pauses_and_resumes_on_command() {
     assert!(!results["results"].as_array().unwrap().is_empty(), "{results:#}");
     assert_eq!(client.shutdown_and_exit(), 0);
 }
+
+/// (thread name, nice) of every thread of a process, from /proc.
+fn thread_priorities(pid: u32) -> Vec<(String, i64)> {
+    let mut out = Vec::new();
+    for task in fs::read_dir(format!("/proc/{pid}/task")).unwrap().flatten() {
+        let (Ok(comm), Ok(stat)) =
+            (fs::read_to_string(task.path().join("comm")), fs::read_to_string(task.path().join("stat")))
+        else {
+            continue; // the thread ended meanwhile
+        };
+        // Fields after the parenthesised name; nice is field 19 of stat(5), the 17th after it.
+        let after = &stat[stat.rfind(')').unwrap() + 2..];
+        let nice: i64 = after.split(' ').nth(16).unwrap().parse().unwrap();
+        out.push((comm.trim().to_string(), nice));
+    }
+    out
+}
+
+#[test]
+fn indexing_runs_below_the_editor_with_the_threads_it_is_given() {
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let (_dir, alpha, _beta) = setup();
+    let ours: i64 = {
+        let stat = fs::read_to_string("/proc/thread-self/stat").unwrap();
+        stat[stat.rfind(')').unwrap() + 2..].split(' ').nth(16).unwrap().parse().unwrap()
+    };
+    if ours >= 10 {
+        eprintln!("skipped: this test already runs at nice {ours}, so lowered threads cannot be told apart");
+        return;
+    }
+    let start = |options: Value| {
+        let mut client = Client::start(env!("CARGO_BIN_EXE_raggrep"), &alpha);
+        client.request(
+            "initialize",
+            json!({"processId": null, "rootUri": uri(&alpha), "workspaceFolders": [{"uri": uri(&alpha), "name": "alpha"}],
+                   "capabilities": {}, "initializationOptions": options}),
+        );
+        client.notify("initialized", json!({}));
+        client.wait_index_updated(&alpha);
+        // A search loads the query model on a request thread.
+        let results = client.command("raggrep.search", json!({"query": "check whether an API token is valid", "k": 3}));
+        assert!(!results["results"].as_array().unwrap().is_empty(), "{results:#}");
+        let threads = thread_priorities(client.pid());
+        (client, threads)
+    };
+
+    // Default priority, two inference threads: the indexer and the one worker thread of the
+    // document model's session run lowered; everything else (the protocol, searches, the
+    // query model's pool) does not.
+    let (mut client, threads) = start(json!({"indexThreads": 2}));
+    let lowered: Vec<&(String, i64)> = threads.iter().filter(|(_, nice)| *nice == 10).collect();
+    assert!(threads.iter().any(|(name, nice)| name == "raggrep-indexer" && *nice == 10), "{threads:?}");
+    assert_eq!(lowered.len(), 2, "the indexer and the document model's one pool thread: {threads:?}");
+    assert!(lowered.iter().any(|(name, _)| name == "raggrep-embed"), "{threads:?}");
+    assert!(threads.iter().filter(|(_, nice)| *nice == ours).count() >= 2, "{threads:?}");
+    assert_eq!(client.shutdown_and_exit(), 0);
+
+    // Normal priority, one inference thread: nothing is lowered.
+    let (mut client, threads) = start(json!({"indexThreads": 1, "indexPriority": "normal"}));
+    assert!(threads.iter().all(|(_, nice)| *nice == ours), "{threads:?}");
+    assert!(threads.iter().any(|(name, _)| name == "raggrep-indexer"), "{threads:?}");
+    assert_eq!(client.shutdown_and_exit(), 0);
+}

@@ -19,6 +19,7 @@ pub mod index;
 pub mod lang;
 pub mod lsp;
 pub mod mcp;
+pub mod priority;
 pub mod search;
 pub mod stdio;
 pub mod symbols;

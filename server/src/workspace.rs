@@ -16,8 +16,9 @@ use dashmap::DashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::audit;
-use crate::embed::{Embedder, Vector};
+use crate::embed::{EmbedOptions, Embedder, Vector};
 use crate::index::{self, IndexError, IndexLocation, IndexOptions, IndexStats, Progress, Snapshot, UpdateStats};
+pub use crate::priority::IndexPriority;
 use crate::search::{self, Hit, Mode, Query, SearchError};
 use crate::walk::WalkOptions;
 
@@ -40,6 +41,11 @@ pub struct Settings {
     pub log_level: String,
     /// The team index as an extra, read-only source of searches.
     pub team: TeamSetting,
+    /// Threads the model uses to embed while indexing; 0 = one per CPU. Read when the model
+    /// loads (at start).
+    pub index_threads: usize,
+    /// CPU priority of indexing (`low`: below the editor and searches). Read at start.
+    pub index_priority: IndexPriority,
 }
 
 /// `false` (the default): local results only. `true`: also the team index configured for the
@@ -70,21 +76,36 @@ impl Default for Settings {
             default_k: 10,
             log_level: "info".into(),
             team: TeamSetting::default(),
+            index_threads: 0,
+            index_priority: IndexPriority::default(),
         }
     }
 }
 
 impl Settings {
     /// Whether moving from `self` to `other` changes what is indexed (the team index, the
-    /// result count and the log level do not: no re-scan for them).
+    /// result count, the log level and the indexer's threads and priority do not: no re-scan
+    /// for them).
     pub fn indexing_differs(&self, other: &Settings) -> bool {
         let searching_only = |s: &Settings| Settings {
             team: TeamSetting::default(),
+            index_threads: 0,
+            index_priority: IndexPriority::default(),
             default_k: 0,
             log_level: String::new(),
             ..s.clone()
         };
         searching_only(self) != searching_only(other)
+    }
+
+    /// How a long-running front door loads the model for this workspace: indexing threads and
+    /// priority as set, queries at normal priority.
+    pub fn embed_options(&self) -> EmbedOptions {
+        EmbedOptions {
+            threads: self.index_threads,
+            background: self.index_priority == IndexPriority::Low,
+            ..EmbedOptions::default()
+        }
     }
 
     fn index_options(&self) -> IndexOptions {
@@ -347,11 +368,17 @@ impl Workspace {
             door: audit::DoorCell::default(),
         });
         let weak = Arc::downgrade(&workspace);
+        let lowered = workspace.settings().index_priority == IndexPriority::Low;
         // A roomy stack: tree-sitter walks recurse (bounded by the chunker's depth cap).
         let handle = std::thread::Builder::new()
             .name("raggrep-indexer".into())
             .stack_size(16 << 20)
-            .spawn(move || worker(weak, rx))
+            .spawn(move || {
+                if lowered && let Err(err) = crate::priority::lower_current_thread() {
+                    tracing::warn!("cannot lower the indexer's priority: {err}");
+                }
+                worker(weak, rx)
+            })
             .ok();
         if let Ok(mut slot) = workspace.worker.lock() {
             *slot = handle;

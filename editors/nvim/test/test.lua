@@ -89,6 +89,10 @@ local ok_run, err_run = xpcall(function()
   local validate_settings = require('raggrep.config').validate_settings
   check('settings.team takes true or a URL, not a number', pcall(validate_settings, { team = true })
     and pcall(validate_settings, { team = 'postgres://dev@db.internal/code' }) and not pcall(validate_settings, { team = 1 }))
+  check('settings.indexThreads takes a count (0: one per CPU), indexPriority low or normal',
+    pcall(validate_settings, { indexThreads = 0, indexPriority = 'low' }) and pcall(validate_settings, { indexThreads = 2, indexPriority = 'normal' })
+    and not pcall(validate_settings, { indexThreads = -1 }) and not pcall(validate_settings, { indexThreads = 1.5 })
+    and not pcall(validate_settings, { indexPriority = 'idle' }))
   do
     local ui = require('raggrep.ui')
     local local_file = vim.fn.tempname() .. '.txt'

@@ -423,6 +423,8 @@ export const SERVER_SETTING_KEYS = [
   'defaultK',
   'logLevel',
   'team',
+  'indexThreads',
+  'indexPriority',
 ] as const;
 
 /**
@@ -460,6 +462,11 @@ export function serverSettings(get: (key: string) => unknown): Record<string, un
   const team = get('team');
   if (typeof team === 'boolean') out.team = team;
   else if (typeof team === 'string') out.team = team.trim() === '' ? false : team.trim();
+  // 0 means one thread per CPU, the server's default; it is sent like any other count.
+  const threads = get('indexThreads');
+  if (typeof threads === 'number' && Number.isFinite(threads) && threads >= 0) out.indexThreads = Math.floor(threads);
+  const priority = get('indexPriority');
+  if (priority === 'low' || priority === 'normal') out.indexPriority = priority;
   return out;
 }
 

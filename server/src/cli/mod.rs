@@ -665,8 +665,17 @@ fn cmd_inspect(location: &IndexLocation, chunks: bool, skipped: bool, json: bool
 
 /// Loads the embedder with default options, or says how to get the assets.
 pub fn load_embedder(model: Option<&str>, ort_dylib: Option<&Path>) -> Result<OnnxEmbedder> {
+    load_embedder_with(model, ort_dylib, EmbedOptions::default())
+}
+
+/// [`load_embedder`] with other options (a background indexer's).
+pub fn load_embedder_with(
+    model: Option<&str>,
+    ort_dylib: Option<&Path>,
+    options: EmbedOptions,
+) -> Result<OnnxEmbedder> {
     let assets = Assets::locate(model, ort_dylib)?;
-    Ok(OnnxEmbedder::load(assets, EmbedOptions::default())?)
+    Ok(OnnxEmbedder::load(assets, options)?)
 }
 
 fn cmd_chunk(file: &Path, json: bool) -> Result<()> {

@@ -31,9 +31,11 @@ pub fn run(args: WatchArgs, model: Option<&str>, ort: Option<&Path>) -> Result<(
     if let Some(root) = roots.iter().find(|r| !r.is_dir()) {
         bail!("{}: not a directory", root.display());
     }
-    let embedder = super::load_embedder(model, ort)?;
+    // Watching is background work: indexing yields the CPU to whatever the user is doing.
+    let settings = Settings::default();
+    let embedder = super::load_embedder_with(model, ort, settings.embed_options())?;
     let report = Arc::new(Report { json: args.json, progress: Mutex::new(None) });
-    let workspace = Workspace::new(Arc::new(embedder), Settings::default(), report.clone());
+    let workspace = Workspace::new(Arc::new(embedder), settings, report.clone());
     workspace.set_door(crate::audit::Door::Cli);
     for root in &roots {
         workspace.add_root(root, true).with_context(|| format!("cannot open {}", root.display()))?;

@@ -27,6 +27,10 @@ pub struct EmbedOptions {
     pub batch_size: usize,
     /// Threads inside one inference call; 0 = number of CPUs.
     pub threads: usize,
+    /// Run document inference (the indexing side) at background priority: its session's
+    /// worker threads are created lowered (`priority`). Queries have their own session and
+    /// keep normal priority; the thread that calls `embed_documents` lowers itself.
+    pub background: bool,
     /// Sort documents by token length before batching, so a batch pads little. Off only to
     /// measure what sorting buys.
     pub sort_by_length: bool,
@@ -60,6 +64,7 @@ impl Default for EmbedOptions {
             // (dynamic int8 quantises activations per batch), so cached vectors are exact.
             batch_size: 1,
             threads: 0,
+            background: false,
             sort_by_length: true,
             fixed_padding: false,
             query_encoder: QueryEncoder::Tuned,
@@ -113,7 +118,11 @@ impl OnnxEmbedder {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
             n => n,
         };
-        let documents = new_session(&environment, &assets.model_path(), threads)?;
+        let documents = if options.background {
+            crate::priority::on_lowered_thread(|| new_session(&environment, &assets.model_path(), threads))?
+        } else {
+            new_session(&environment, &assets.model_path(), threads)?
+        };
         let input_names: Vec<&str> = documents.inputs().iter().map(|i| i.name()).collect();
         for required in ["input_ids", "attention_mask"] {
             if !input_names.contains(&required) {

@@ -34,7 +34,7 @@ use tower_lsp_server::{Client, LanguageServer};
 
 pub use transport::run;
 
-use crate::embed::{Assets, EmbedOptions, OnnxEmbedder};
+use crate::embed::{Assets, OnnxEmbedder};
 use crate::workspace::{ProjectConfig, Settings, Workspace, looks_like_project};
 use progress::{ChannelEvents, Event};
 
@@ -50,8 +50,19 @@ pub const COMMANDS: &[&str] = &[
     "raggrep.resume",
 ];
 /// Settings keys we understand (anything else is logged and ignored).
-const SETTING_KEYS: &[&str] =
-    &["enabled", "include", "exclude", "maxFileSize", "memoryBudgetMb", "modelDir", "defaultK", "logLevel", "team"];
+const SETTING_KEYS: &[&str] = &[
+    "enabled",
+    "include",
+    "exclude",
+    "maxFileSize",
+    "memoryBudgetMb",
+    "modelDir",
+    "defaultK",
+    "logLevel",
+    "team",
+    "indexThreads",
+    "indexPriority",
+];
 /// A workspace with more files than this asks before indexing.
 const ASK_ABOVE_FILES: usize = 20_000;
 /// How long `shutdown` waits for the indexer to publish and stop.
@@ -313,9 +324,10 @@ impl LanguageServer for Backend {
         // Loading the model takes a fraction of a second; a failure is reported, and the server
         // stays up so the editor gets clear errors instead of a crash loop.
         let model = settings.model_dir.clone();
+        let embed_options = settings.embed_options();
         let loaded = tokio::task::spawn_blocking(move || {
             let assets = Assets::locate(model.as_deref(), None)?;
-            anyhow::Ok(OnnxEmbedder::load(assets, EmbedOptions::default())?)
+            anyhow::Ok(OnnxEmbedder::load(assets, embed_options)?)
         })
         .await;
         match loaded {

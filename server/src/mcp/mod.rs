@@ -22,7 +22,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::chunk::{ChunkConfig, estimate_tokens, outline};
-use crate::embed::{Assets, EmbedOptions, OnnxEmbedder};
+use crate::embed::{Assets, OnnxEmbedder};
 use crate::index::{Progress, UpdateStats};
 use crate::lang::Language;
 use crate::search::{Mode, Query};
@@ -73,7 +73,7 @@ pub fn run(options: Options) -> i32 {
     }
     let embedder = match Assets::locate(options.model.as_deref(), options.ort_dylib.as_deref())
         .map_err(anyhow::Error::from)
-        .and_then(|assets| Ok(OnnxEmbedder::load(assets, EmbedOptions::default())?))
+        .and_then(|assets| Ok(OnnxEmbedder::load(assets, Settings::default().embed_options())?))
     {
         Ok(embedder) => embedder,
         Err(err) => {

@@ -2,7 +2,10 @@
 local M = {}
 
 --- Server settings (sent as initializationOptions; see the server README for their meaning).
-M.setting_keys = { 'enabled', 'include', 'exclude', 'maxFileSize', 'memoryBudgetMb', 'modelDir', 'defaultK', 'logLevel', 'team' }
+M.setting_keys = {
+  'enabled', 'include', 'exclude', 'maxFileSize', 'memoryBudgetMb', 'modelDir', 'defaultK', 'logLevel', 'team',
+  'indexThreads', 'indexPriority',
+}
 
 M.defaults = {
   -- Without cmd or bundle: the server of the release bundle this plugin came in, else PATH's.
@@ -137,6 +140,11 @@ function M.validate_settings(settings)
   validate('settings.logLevel', s.logLevel, nilable(log_level), false, "'error', 'warn', 'info' or 'debug'")
   -- false (the server's default), true (the team index configured for the CLI) or a URL.
   validate('settings.team', s.team, { 'boolean', 'string' }, true)
+  local function count(v)
+    return type(v) == 'number' and v >= 0 and v == math.floor(v)
+  end
+  validate('settings.indexThreads', s.indexThreads, nilable(count), false, 'number of threads (0: one per CPU)')
+  validate('settings.indexPriority', s.indexPriority, nilable(one_of({ 'low', 'normal' })), false, "'low' or 'normal'")
 end
 
 --- Merges user options over the defaults, validates, and stores them.

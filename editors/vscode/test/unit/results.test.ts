@@ -149,6 +149,8 @@ test('serverSettings sends the server keys only, with sane values', () => {
     defaultK: 10,
     logLevel: 'debug',
     team: false,
+    indexThreads: 1.5,
+    indexPriority: 'normal',
     'server.path': '/x/raggrep',
     'findSimilar.show': 'peek',
   };
@@ -161,8 +163,18 @@ test('serverSettings sends the server keys only, with sane values', () => {
     defaultK: 10,
     logLevel: 'debug',
     team: false,
+    indexThreads: 1,
+    indexPriority: 'normal',
   });
-  const bad: Record<string, unknown> = { enabled: 'yes', maxFileSize: -1, defaultK: 0, logLevel: 'loud', modelDir: 'bge-small' };
+  const bad: Record<string, unknown> = {
+    enabled: 'yes',
+    maxFileSize: -1,
+    defaultK: 0,
+    logLevel: 'loud',
+    modelDir: 'bge-small',
+    indexThreads: -2,
+    indexPriority: 'idle',
+  };
   assert.deepEqual(serverSettings((k) => bad[k]), { modelDir: 'bge-small' });
 });
 
