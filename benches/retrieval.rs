@@ -27,6 +27,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use raggrep::chunk::EmbedHeader;
+#[path = "support/static_tier.rs"]
+mod static_tier;
+
 use raggrep::embed::{Assets, EmbedOptions, Embedder, OnnxEmbedder, QueryEncoder, Vector};
 use raggrep::index::{self, IndexLocation, IndexOptions, Snapshot};
 use raggrep::search::{Fusion, Mode, Query, search_with_vector};
@@ -141,8 +144,21 @@ fn main() {
             other => panic!("--header none|symbol|path, not {other}"),
         };
     }
-    let variant = arg("--chunk-tokens").is_some() || arg("--header").is_some();
-    let variant_name = format!("h-{:?}-t{}", options.chunk.header, options.chunk.max_tokens).to_lowercase();
+    // --static-tier: chunks embedded by the static table only (the first tier before the
+    // transformer pass), searched with the model's query vectors.
+    let static_tier = args.iter().any(|a| a == "--static-tier");
+    if static_tier {
+        // Static vectors must never reach the machine-wide cache under the model's id.
+        options.shared_cache = None;
+    }
+    let variant = arg("--chunk-tokens").is_some() || arg("--header").is_some() || static_tier;
+    let variant_name = format!(
+        "h-{:?}-t{}{}",
+        options.chunk.header,
+        options.chunk.max_tokens,
+        if static_tier { "-static" } else { "" }
+    )
+    .to_lowercase();
     let data = match arg("--data") {
         Some(dir) => PathBuf::from(dir),
         None => bench_dir().join(if quick { "retrieval-quick" } else { "retrieval" }),
@@ -185,6 +201,18 @@ fn main() {
     let symmetric =
         OnnxEmbedder::load(assets, EmbedOptions { query_encoder: QueryEncoder::Document, ..EmbedOptions::default() })
             .unwrap();
+    let table = static_tier.then(|| {
+        let t = Instant::now();
+        let path = static_tier::StaticTable::path(&bench_dir(), embedder.info());
+        let table = static_tier::StaticTable::load_or_distill(&path, &embedder, &mut |_, _| {}).unwrap();
+        eprintln!("static table ready in {:.1}s ({})", t.elapsed().as_secs_f64(), path.display());
+        table
+    });
+    let static_embedder = table.as_ref().map(|table| static_tier::StaticEmbedder { model: &embedder, table });
+    let index_embedder: &dyn Embedder = match &static_embedder {
+        Some(e) => e,
+        None => &embedder,
+    };
     let model_id = embedder.info().id.clone();
     let query_model = embedder.query_model().map(str::to_string);
     eprintln!(
@@ -225,6 +253,7 @@ fn main() {
             *mode == Some(Mode::Dense)
                 || *mode == Some(Mode::Lexical)
                 || name.contains("default") && *fusion == Fusion::default()
+                || static_tier && !name.contains("document-model")
         });
         eprintln!("variant {variant_name}: {:?}", options.chunk);
     }
@@ -258,7 +287,7 @@ fn main() {
         let index_dir = bench_dir().join("indexes").join(&model_id).join(set).join(package);
         let location = IndexLocation::new(&corpus, Some(&index_dir)).unwrap();
         let t = Instant::now();
-        let stats = index::update(&location, &embedder, &options, &mut |_| {}).unwrap();
+        let stats = index::update(&location, index_embedder, &options, &mut |_| {}).unwrap();
         let snapshot = Snapshot::open(&location).unwrap();
         let baseline = if no_baseline { Baseline::default() } else { Baseline::build(&corpus, &embedder) };
         if let Some((url, client, _)) = team.as_mut() {

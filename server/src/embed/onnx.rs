@@ -179,6 +179,40 @@ impl OnnxEmbedder {
         self.query_model.as_ref().map(|m| m.id.as_str())
     }
 
+    /// Size of the tokenizer's vocabulary (token ids run below it).
+    pub fn vocab_size(&self) -> usize {
+        self.tokenizer.get_vocab_size(true)
+    }
+
+    /// The token ids the document model sees for `text` (truncated), without the special tokens
+    /// the tokenizer adds around them.
+    pub fn content_ids(&self, text: &str) -> Result<Vec<u32>, EmbedError> {
+        let encoding = self.tokenizer.encode_fast(text, true).map_err(|e| EmbedError::Tokenize(e.to_string()))?;
+        Ok(encoding
+            .get_ids()
+            .iter()
+            .zip(encoding.get_special_tokens_mask())
+            .filter(|&(_, &s)| s == 0)
+            .map(|(&id, _)| id)
+            .collect())
+    }
+
+    /// The document model's vector for each token alone (the tokenizer's specials around it):
+    /// the rows of a static table in the model's own vector space.
+    pub fn token_vectors(&self, ids: &[u32]) -> Result<Vec<Vector>, EmbedError> {
+        // What the tokenizer puts around any text (`[CLS]`, `[SEP]` for BERT); the token goes
+        // after the opening one.
+        let specials = self.tokenizer.encode_fast("", true).map_err(|e| EmbedError::Tokenize(e.to_string()))?;
+        let specials = specials.get_ids();
+        let open = specials.len().min(1);
+        let seqs: Vec<Vec<u32>> = ids
+            .iter()
+            .map(|&id| specials[..open].iter().copied().chain([id]).chain(specials[open..].iter().copied()).collect())
+            .collect();
+        let batch: Vec<&[u32]> = seqs.iter().map(Vec::as_slice).collect();
+        self.run(&self.documents, &batch)
+    }
+
     fn encode(&self, text: &str) -> Result<Vec<u32>, EmbedError> {
         let encoding = self.tokenizer.encode_fast(text, true).map_err(|e| EmbedError::Tokenize(e.to_string()))?;
         Ok(encoding.get_ids().to_vec())
