@@ -91,6 +91,8 @@ cargo bench --locked --bench ann_scale -- --sizes 3000 --queries 20 --ef 32,96 -
 cargo bench --locked --bench scale_index -- --chunks 3000
 cargo bench --locked --bench embed_throughput -- --quick --configs 1x0
 cargo bench --locked --bench scoped_update -- --files 3000 --code 50 --rounds 2
+cargo bench --locked --bench polite_indexing -- tests/fixtures/polyglot --searches 3
+cargo bench --locked --bench retrieval -- --quick --static-tier
 bash benches/team_backend.sh --quick
 bash benches/team_backend.sh --synthetic 5000 --bulk --rounds 1
 
