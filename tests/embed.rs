@@ -181,3 +181,16 @@ fn missing_assets_name_the_fix() {
     let err = Assets::locate(None, Some(std::path::Path::new("/nonexistent/libonnxruntime.so"))).unwrap_err();
     assert!(err.to_string().contains("ORT_DYLIB_PATH"), "{err}");
 }
+
+#[test]
+fn a_repeated_query_runs_the_model_once() {
+    let model = embedder(None, EmbedOptions::default());
+    let first = model.embed_query("where do we validate API tokens?").unwrap();
+    let again = model.embed_query("where do we validate API tokens?").unwrap();
+    assert_eq!(first, again);
+    assert_eq!(model.query_inferences(), 1, "the second asking is answered from the memo");
+    let other = model.embed_query("parse the configuration file").unwrap();
+    assert_ne!(first, other);
+    assert_eq!(model.embed_query("where do we validate API tokens?").unwrap(), first);
+    assert_eq!(model.query_inferences(), 3, "only the last query is remembered");
+}

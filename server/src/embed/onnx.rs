@@ -85,6 +85,10 @@ pub struct OnnxEmbedder {
     query_model: Option<QueryModel>,
     documents: Mutex<Session>,
     queries: OnceLock<Mutex<Session>>,
+    /// The last query and its vector: a search that asks two sources (the local index, then
+    /// the team index) runs the query model once.
+    last_query: Mutex<Option<(String, Vector)>>,
+    query_inferences: std::sync::atomic::AtomicU64,
 }
 
 /// ONNX Runtime can be loaded once per process; later calls reuse it.
@@ -162,7 +166,14 @@ impl OnnxEmbedder {
             needs_token_type_ids,
             documents: Mutex::new(documents),
             queries: OnceLock::new(),
+            last_query: Mutex::new(None),
+            query_inferences: std::sync::atomic::AtomicU64::new(0),
         })
+    }
+
+    /// How many queries went through the query model (not answered by the last-query memo).
+    pub fn query_inferences(&self) -> u64 {
+        self.query_inferences.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Number of tokens `text` becomes (after truncation), for throughput statistics.
@@ -334,8 +345,19 @@ impl Embedder for OnnxEmbedder {
     }
 
     fn embed_query(&self, text: &str) -> Result<Vector, EmbedError> {
+        if let Ok(last) = self.last_query.lock()
+            && let Some((query, vector)) = last.as_ref()
+            && query == text
+        {
+            return Ok(vector.clone());
+        }
         let ids = self.encode(text)?;
         let mut vectors = self.run(self.query_session()?, &[ids.as_slice()])?;
-        vectors.pop().ok_or_else(|| EmbedError::Inference("no output for the query".into()))
+        self.query_inferences.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let vector = vectors.pop().ok_or_else(|| EmbedError::Inference("no output for the query".into()))?;
+        if let Ok(mut last) = self.last_query.lock() {
+            *last = Some((text.to_string(), vector.clone()));
+        }
+        Ok(vector)
     }
 }
