@@ -436,21 +436,31 @@ pub fn update(
         chunks,
         skipped,
     };
-    lex.commit(manifest.generation)?;
-    publish(&location.dir, &mut manifest)?;
-    stats.seconds_to_lexical = start.elapsed().as_secs_f64();
-    // Only now: a reader reacting to this event must find the published generation.
-    progress(chunked);
+    // A save's few texts take the model milliseconds, about what a publish of a big manifest
+    // costs: they go out with the lexical changes in one publish (and one reopen by readers),
+    // instead of a lexical publish followed at once by a vector publish.
+    let embedding = !pending.is_empty() && options.embed;
+    let publish_once = embedding && pending.len() <= PUBLISH_ONCE_MAX_TEXTS;
+    let mut chunked = Some(chunked);
+    // Whether `manifest.generation` is on disk (a later publish takes the next one).
+    let mut published = false;
+    if !publish_once {
+        lex.commit(manifest.generation)?;
+        publish(&location.dir, &mut manifest)?;
+        published = true;
+        stats.seconds_to_lexical = start.elapsed().as_secs_f64();
+        // Only now: a reader reacting to this event must find the published generation.
+        progress(chunked.take().expect("taken once"));
+    }
 
     // Embed what the cache did not have.
-    let embedding = !pending.is_empty() && options.embed;
     if embedding {
         let vectors_path = location.dir.join(&manifest.vectors_file);
         let mut appender = VectorAppender::open(&vectors_path, info.dim, manifest.vector_slots as usize)?;
         let mut last_publish = Instant::now();
         // The first vectors are published early, so the first semantic answer comes within
         // seconds of a cold start; then every `commit_interval`.
-        let mut publish_after = options.commit_interval.min(FIRST_PUBLISH);
+        let mut publish_after = if publish_once { Duration::MAX } else { options.commit_interval.min(FIRST_PUBLISH) };
         let mut done = 0;
         let mut shared = options.shared_cache.as_ref().and_then(|config| {
             SharedCache::open(config, &info.id, info.dim)
@@ -499,6 +509,7 @@ pub fn update(
                 manifest.updated_unix_ms = now_ms();
                 publish(&location.dir, &mut manifest)?;
                 progress(Progress::Published { generation: manifest.generation, embedded: done });
+                published = true;
                 last_publish = Instant::now();
             }
         }
@@ -509,10 +520,20 @@ pub fn update(
     maintain_vectors(&location.dir, &mut manifest, options, progress)?;
     // A save that needed no model and no graph work is done with the publish above: on a 100k-
     // file tree a second one costs ~25 ms of the save's latency (rkyv, fsync) for nothing.
-    if embedding || vector_state(&manifest) != vectors_before {
-        manifest.generation += 1;
+    if !published || embedding || vector_state(&manifest) != vectors_before {
+        if published {
+            manifest.generation += 1;
+        } else {
+            // Right before the manifest that matches it, as above: a crash between the two
+            // costs the next update a lexical rebuild.
+            lex.commit(manifest.lexical_generation)?;
+        }
         manifest.updated_unix_ms = now_ms();
         publish(&location.dir, &mut manifest)?;
+    }
+    if let Some(chunked) = chunked {
+        stats.seconds_to_lexical = start.elapsed().as_secs_f64();
+        progress(chunked);
     }
     collect_garbage(&location.dir, &manifest, previous_names.as_deref());
     stats.seconds = start.elapsed().as_secs_f64();
@@ -524,6 +545,9 @@ fn vector_state(manifest: &Manifest) -> (String, u64, Option<(String, u64)>) {
     let ann = manifest.ann.as_ref().map(|a| (a.basename.clone(), a.slots));
     (manifest.vectors_file.clone(), manifest.vector_slots, ann)
 }
+
+/// Updates with at most this many texts to embed publish once, vectors included.
+const PUBLISH_ONCE_MAX_TEXTS: usize = 4;
 
 /// When the first embedded vectors of an update are published at the latest.
 const FIRST_PUBLISH: Duration = Duration::from_secs(2);
@@ -1060,7 +1084,7 @@ mod tests {
     }
 
     #[test]
-    fn an_update_without_model_or_graph_work_publishes_once() {
+    fn saves_publish_once() {
         let root = tempfile::tempdir().unwrap();
         let write = |rel: &str, text: &str| fs::write(root.path().join(rel), text).unwrap();
         write("a.py", "def alpha():\n    return 1\n");
@@ -1076,14 +1100,21 @@ mod tests {
         let stats = run(&IndexOptions { only_paths: Some(vec!["b.py".into()]), ..options.clone() });
         assert_eq!((stats.removed_files, stats.walked), (1, false), "{stats:?}");
         assert_eq!(generation(&location), first + 1);
-        // A changed function needs its vector: published after chunking, then with the vector.
+        // A changed function needs its vector: a save's few texts are embedded before the one
+        // publish.
         write("a.py", "def alpha():\n    return 10\n");
         let stats = run(&options);
         assert_eq!((stats.changed_files, stats.embedded), (1, 1), "{stats:?}");
-        assert_eq!(generation(&location), first + 3);
+        assert_eq!(generation(&location), first + 2);
+        // Many texts: lexical results first, then the vectors.
+        let many: String = (0..6).map(|i| format!("def f{i}():\n    return {i} * 7\n\n\n")).collect();
+        write("c.py", &many);
+        let stats = run(&options);
+        assert_eq!(stats.embedded, 6, "{stats:?}");
+        assert_eq!(generation(&location), first + 4);
         let snapshot = crate::index::Snapshot::open(&location).unwrap();
         assert_eq!(snapshot.stats().embedded, snapshot.stats().chunks);
-        assert_eq!(snapshot.stats().files, 1);
+        assert_eq!(snapshot.stats().files, 2);
     }
 
     #[test]
