@@ -196,7 +196,7 @@ impl OnnxEmbedder {
     }
 
     /// The token ids the document model sees for `text` (truncated), without the special tokens
-    /// the tokenizer adds around them.
+    /// the tokenizer adds around them (the retrieval benchmark's static tier uses this).
     pub fn content_ids(&self, text: &str) -> Result<Vec<u32>, EmbedError> {
         let encoding = self.tokenizer.encode_fast(text, true).map_err(|e| EmbedError::Tokenize(e.to_string()))?;
         Ok(encoding
@@ -209,7 +209,8 @@ impl OnnxEmbedder {
     }
 
     /// The document model's vector for each token alone (the tokenizer's specials around it):
-    /// the rows of a static table in the model's own vector space.
+    /// the rows of a static table in the model's own vector space (the retrieval benchmark's
+    /// static tier, measured and not shipped).
     pub fn token_vectors(&self, ids: &[u32]) -> Result<Vec<Vector>, EmbedError> {
         // What the tokenizer puts around any text (`[CLS]`, `[SEP]` for BERT); the token goes
         // after the opening one.

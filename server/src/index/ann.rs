@@ -8,9 +8,10 @@
 //! (benches/ann_scale.rs), the flat search is several times faster, the file half the size,
 //! and a load is a memory map plus a checksum.
 //!
-//! The graph covers the slots that existed when it was built; slots added later are searched
-//! exactly (there are few of them) until the next rebuild, and dead slots are filtered out, so
-//! an update never has to touch the graph.
+//! The graph covers the slots that existed when it was last built or grown; slots added later
+//! are searched exactly (there are few of them) until an update grows the graph by inserting
+//! them ([`Ann::extend`], the standard HNSW insertion over our own tables), and dead slots are
+//! filtered out, so a small update never has to touch the graph.
 //!
 //! File layout (little-endian `u32` words; the file is memory-mapped, so every section stays
 //! 4-byte aligned):
@@ -106,7 +107,7 @@ impl Ann {
             // hnsw_rs cannot walk a graph without points.
             return Self::from_lists(slots, 0, Vec::new());
         }
-        Self::from_hnsw(&Self::build_hnsw(vectors, dim, live), vectors.len() / dim.max(1))
+        Self::from_hnsw(&Self::build_hnsw(vectors, dim, live), slots)
     }
 
     /// The hnsw_rs graph `build_from` flattens (public for the benchmark that compares the two
@@ -327,44 +328,18 @@ impl Growing<'_> {
             self.visited.fill(0);
             self.stamp = 1;
         }
-        let stamp = self.stamp;
-        let mut candidates: BinaryHeap<Scored> = BinaryHeap::new();
-        let mut results: BinaryHeap<std::cmp::Reverse<Scored>> = BinaryHeap::with_capacity(ef + 1);
-        for &s in start {
-            if self.visited[s.1 as usize] != stamp {
-                self.visited[s.1 as usize] = stamp;
-                candidates.push(s);
-                results.push(std::cmp::Reverse(s));
-            }
-        }
-        while results.len() > ef {
-            results.pop();
-        }
-        while let Some(Scored(s, slot)) = candidates.pop() {
-            let floor = results.peek().map_or(f32::NEG_INFINITY, |r| r.0.0);
-            if results.len() >= ef && s < floor {
-                break;
-            }
-            for i in 0..self.lists.list(layer, slot).len() {
-                let n = self.lists.list(layer, slot)[i];
-                if self.visited[n as usize] == stamp {
-                    continue;
-                }
-                self.visited[n as usize] = stamp;
-                let s = self.sim(query, n);
-                let floor = results.peek().map_or(f32::NEG_INFINITY, |r| r.0.0);
-                if results.len() < ef || s > floor {
-                    candidates.push(Scored(s, n));
-                    results.push(std::cmp::Reverse(Scored(s, n)));
-                    if results.len() > ef {
-                        results.pop();
-                    }
-                }
-            }
-        }
-        let mut out: Vec<Scored> = results.into_iter().map(|r| r.0).collect();
-        out.sort_by(|a, b| b.cmp(a));
-        out
+        let (stamp, lists, visited, dim) = (self.stamp, &*self.lists, &mut self.visited, self.dim);
+        let vector = |slot: u32| &self.vectors[slot as usize * dim..(slot as usize + 1) * dim];
+        let query = vector(query);
+        let fresh = |slot: u32| std::mem::replace(&mut visited[slot as usize], stamp) != stamp;
+        beam_search(
+            start,
+            ef,
+            |slot| lists.list(layer, slot),
+            |slot| crate::embed::dot(query, vector(slot)),
+            fresh,
+            |_| true,
+        )
     }
 
     /// The HNSW neighbour heuristic: a candidate is kept when it is closer to the new point than
@@ -586,49 +561,18 @@ impl Ann {
                 }
             }
         }
-        // Beam search in layer 0. `results` keeps the `ef` best accepted slots (worst on top);
-        // `candidates` the frontier (best on top).
+        // Beam search in layer 0.
         let ef = ef.max(k);
-        let accept = |slot: u32| filter.is_none_or(|f| f(slot as usize));
         let mut visited = vec![0u64; self.slots.div_ceil(64)];
-        let mut mark = |slot: u32| {
+        let fresh = |slot: u32| {
             let (word, bit) = (slot as usize / 64, 1u64 << (slot % 64));
             let fresh = visited[word] & bit == 0;
             visited[word] |= bit;
             fresh
         };
-        mark(best);
-        let mut candidates = BinaryHeap::from([Scored(best_sim, best)]);
-        let mut results: BinaryHeap<std::cmp::Reverse<Scored>> = BinaryHeap::with_capacity(ef + 1);
-        if accept(best) {
-            results.push(std::cmp::Reverse(Scored(best_sim, best)));
-        }
-        while let Some(Scored(s, slot)) = candidates.pop() {
-            let floor = results.peek().map_or(f32::NEG_INFINITY, |r| r.0.0);
-            if results.len() >= ef && s < floor {
-                break;
-            }
-            for &n in self.neighbours(0, slot) {
-                if !mark(n) {
-                    continue;
-                }
-                let s = sim(n);
-                let floor = results.peek().map_or(f32::NEG_INFINITY, |r| r.0.0);
-                if results.len() < ef || s > floor {
-                    candidates.push(Scored(s, n));
-                    if accept(n) {
-                        results.push(std::cmp::Reverse(Scored(s, n)));
-                        if results.len() > ef {
-                            results.pop();
-                        }
-                    }
-                }
-            }
-        }
-        let mut out: Vec<(usize, f32)> = results.into_iter().map(|r| (r.0.1 as usize, r.0.0)).collect();
-        out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        out.truncate(k);
-        out
+        let accept = |slot: u32| filter.is_none_or(|f| f(slot as usize));
+        let found = beam_search(&[Scored(best_sim, best)], ef, |slot| self.neighbours(0, slot), sim, fresh, accept);
+        found.into_iter().take(k).map(|Scored(s, slot)| (slot as usize, s)).collect()
     }
 
     /// Fuzzing entry point (internal): the checks [`Ann::load`] makes, on a graph file's bytes
@@ -646,6 +590,58 @@ impl Ann {
         }
         Self::parse(Words::Owned(words))
     }
+}
+
+/// HNSW's beam search in one layer, shared by searches and by insertion: from `start`, follows
+/// `neighbours` and keeps the `ef` most similar slots that `accept` admits, best first (the
+/// frontier goes through every slot; `fresh` marks a slot visited and says whether it was new).
+fn beam_search<'n>(
+    start: &[Scored],
+    ef: usize,
+    neighbours: impl Fn(u32) -> &'n [u32],
+    sim: impl Fn(u32) -> f32,
+    mut fresh: impl FnMut(u32) -> bool,
+    accept: impl Fn(u32) -> bool,
+) -> Vec<Scored> {
+    // `candidates`: the frontier, best on top; `results`: the `ef` best accepted, worst on top.
+    let mut candidates: BinaryHeap<Scored> = BinaryHeap::new();
+    let mut results: BinaryHeap<std::cmp::Reverse<Scored>> = BinaryHeap::with_capacity(ef + 1);
+    for &scored in start {
+        if fresh(scored.1) {
+            candidates.push(scored);
+            if accept(scored.1) {
+                results.push(std::cmp::Reverse(scored));
+            }
+        }
+    }
+    while results.len() > ef {
+        results.pop();
+    }
+    while let Some(Scored(s, slot)) = candidates.pop() {
+        let floor = results.peek().map_or(f32::NEG_INFINITY, |r| r.0.0);
+        if results.len() >= ef && s < floor {
+            break;
+        }
+        for &n in neighbours(slot) {
+            if !fresh(n) {
+                continue;
+            }
+            let s = sim(n);
+            let floor = results.peek().map_or(f32::NEG_INFINITY, |r| r.0.0);
+            if results.len() < ef || s > floor {
+                candidates.push(Scored(s, n));
+                if accept(n) {
+                    results.push(std::cmp::Reverse(Scored(s, n)));
+                    if results.len() > ef {
+                        results.pop();
+                    }
+                }
+            }
+        }
+    }
+    let mut out: Vec<Scored> = results.into_iter().map(|r| r.0).collect();
+    out.sort_by(|a, b| b.cmp(a));
+    out
 }
 
 /// Appends a CSR table (offsets, then the concatenated lists).
