@@ -368,3 +368,52 @@ fn the_model_embeds_open_files_then_code_then_tests_then_prose() {
     assert!(order[0] < order[1] && order[1] < order[2], "{texts:#?}");
     assert!(order[2] < order[3] && order[2] < order[4], "{texts:#?}");
 }
+
+#[test]
+fn after_a_clone_the_latest_commits_are_embedded_first() {
+    use raggrep::index::{IndexLocation, IndexOptions, update};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "commit.gpgsign=false"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    let write = |rel: &str, text: &str| {
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    git(&["init", "-q"]);
+    // Enough work for the order to consult git: a big, old file.
+    let filler: String = (0..80).map(|i| format!("def filler_{i}(x):\n    return x + {i}\n\n\n")).collect();
+    write("a_old/filler.py", &filler);
+    write("b_old/settled.py", "def settled_marker():\n    return 1\n");
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "old"]);
+    write("z_new/current.py", "def current_marker():\n    return 2\n");
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "new"]);
+    // Like a checkout: the newest commit's file has the oldest mtime.
+    let stamp = |rel: &str, secs: u64| {
+        let file = std::fs::File::options().write(true).open(root.join(rel)).unwrap();
+        file.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs)).unwrap();
+    };
+    stamp("z_new/current.py", 1_000_000_000);
+    stamp("b_old/settled.py", 1_700_000_100);
+    stamp("a_old/filler.py", 1_700_000_000);
+
+    let location = IndexLocation::new(root, None).unwrap();
+    let embedder = RecordingEmbedder(FakeEmbedder::new(64), Mutex::new(Vec::new()));
+    let options = IndexOptions { embed_batch: 1, shared_cache: None, ..IndexOptions::default() };
+    update(&location, &embedder, &options, &mut |_| {}).unwrap();
+    let texts = embedder.1.lock().unwrap().clone();
+    let position = |marker: &str| texts.iter().position(|t| t.contains(marker)).unwrap();
+    assert_eq!(position("current_marker"), 0, "the latest commit's file comes first: {texts:#?}");
+    assert!(position("settled_marker") < position("filler_0("), "one commit's files: the newest first: {texts:#?}");
+}

@@ -20,6 +20,7 @@ mod ann;
 mod fsutil;
 mod lexical;
 mod manifest;
+mod recency;
 mod shared_cache;
 mod update;
 mod vectors;

@@ -417,7 +417,13 @@ pub fn update(
         .map(String::as_str)
         .chain(options.only_paths.iter().flatten().map(String::as_str))
         .collect();
-    embedding_order(&mut pending, &waiting, &chunks, &files, &urgent);
+    // Git history is worth reading when the model has much to do (a first index, a checkout).
+    let recent = if pending.len() >= RECENCY_MIN_TEXTS && options.embed {
+        super::recency::recently_changed(&location.root)
+    } else {
+        HashMap::new()
+    };
+    embedding_order(&mut pending, &waiting, &chunks, &files, &urgent, &recent);
 
     // Publish: lexical first, then the manifest that matches it.
     let mut manifest = Manifest {
@@ -546,6 +552,9 @@ fn vector_state(manifest: &Manifest) -> (String, u64, Option<(String, u64)>) {
     (manifest.vectors_file.clone(), manifest.vector_slots, ann)
 }
 
+/// Texts to embed from which the order consults git's history.
+const RECENCY_MIN_TEXTS: usize = 64;
+
 /// Updates with at most this many texts to embed publish once, vectors included.
 const PUBLISH_ONCE_MAX_TEXTS: usize = 4;
 
@@ -553,15 +562,18 @@ const PUBLISH_ONCE_MAX_TEXTS: usize = 4;
 const FIRST_PUBLISH: Duration = Duration::from_secs(2);
 
 /// Orders the texts to embed so the model's time goes where answers are wanted first: files
-/// the editor has open or just named; then code, most recently modified files first; then
-/// tests, examples and benchmarks; then prose and plain text (Markdown, files without a
-/// grammar). Within a class, file order. Chunks of one text share an order (its first chunk's).
+/// the editor has open or just named; then code; then tests, examples and benchmarks; then
+/// prose and plain text (Markdown, files without a grammar). Within a class, files of the
+/// latest commits first (`recent`: git's history; after a clone every mtime is the same), then
+/// the most recently modified, then file order. Chunks of one text share an order (its first
+/// chunk's).
 fn embedding_order(
     pending: &mut [(u128, String)],
     waiting: &HashMap<u128, Vec<usize>>,
     chunks: &[ChunkEntry],
     files: &[FileEntry],
     urgent: &std::collections::HashSet<&str>,
+    recent: &HashMap<String, u32>,
 ) {
     let rank = |key: &u128| {
         let file = waiting
@@ -569,7 +581,7 @@ fn embedding_order(
             .and_then(|w| w.first())
             .and_then(|&c| chunks.get(c))
             .and_then(|c| files.get(c.file as usize));
-        let Some(file) = file else { return (4u8, 0u64) };
+        let Some(file) = file else { return (4u8, 0u32, 0u64) };
         let language = Language::from_u8(file.language);
         let class = if urgent.contains(file.path.as_str()) {
             0
@@ -580,7 +592,8 @@ fn embedding_order(
         } else {
             1
         };
-        (class, u64::MAX - file.mtime_ns)
+        // Within a class: files of the latest commits first, then the newest files.
+        (class, recent.get(&file.path).copied().unwrap_or(u32::MAX), u64::MAX - file.mtime_ns)
     };
     pending.sort_by_cached_key(|(key, _)| rank(key));
 }
