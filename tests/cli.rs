@@ -664,6 +664,13 @@ fn watch_in_text_mode_and_its_errors() {
     assert!(watching.starts_with("watching ") && watching.ends_with("(Ctrl-C to stop)"), "{watching}");
     let updated = watch.next();
     assert!(updated.contains(": 8 changed, 0 removed of 8 files;") && updated.contains("embedded) in"), "{updated}");
+    // A file created and deleted at once changes nothing: no line for it.
+    fs::write(ws.root().join("scratch.py"), "x = 1\n").unwrap();
+    fs::remove_file(ws.root().join("scratch.py")).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    fs::write(ws.root().join("src/added.py"), "def wombat_tally():\n    return 3\n").unwrap();
+    let added = watch.next();
+    assert!(added.contains(": 1 changed, 0 removed of 9 files;"), "{added}");
     let status = watch.signal("INT");
     assert!(status.success(), "raggrep watch exited with {status}");
     assert_eq!(watch.next(), "stopped (SIGINT); the index is up to date");

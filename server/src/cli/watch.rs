@@ -34,7 +34,7 @@ pub fn run(args: WatchArgs, model: Option<&str>, ort: Option<&Path>) -> Result<(
     // Watching is background work: indexing yields the CPU to whatever the user is doing.
     let settings = Settings::default();
     let embedder = super::load_embedder_with(model, ort, settings.embed_options())?;
-    let report = Arc::new(Report { json: args.json, progress: Mutex::new(None) });
+    let report = Arc::new(Report { json: args.json, progress: Mutex::new(None), reported: Mutex::new(Vec::new()) });
     let workspace = Workspace::new(Arc::new(embedder), settings, report.clone());
     workspace.set_door(crate::audit::Door::Cli);
     for root in &roots {
@@ -115,6 +115,8 @@ struct Report {
     json: bool,
     /// Progress of the update under way (stderr), started by its first event.
     progress: Mutex<Option<Display>>,
+    /// Roots whose first update was reported (that one always is: it says the index is ready).
+    reported: Mutex<Vec<PathBuf>>,
 }
 
 impl Report {
@@ -159,7 +161,20 @@ impl Events for Report {
         if let Some(mut display) = self.progress.lock().unwrap_or_else(PoisonError::into_inner).take() {
             display.finish();
         }
-        self.say(&Message::Updated { root, stats });
+        // Events that change nothing (a file created and deleted at once, an editor's swap
+        // file) still run an update; saying so would only be noise.
+        let first = {
+            let mut reported = self.reported.lock().unwrap_or_else(PoisonError::into_inner);
+            let first = !reported.iter().any(|r| r == root);
+            if first {
+                reported.push(root.to_path_buf());
+            }
+            first
+        };
+        let changed = stats.changed_files + stats.removed_files + stats.embedded > 0 || stats.rebuilt.is_some();
+        if first || changed {
+            self.say(&Message::Updated { root, stats });
+        }
     }
     fn failed(&self, root: &Path, message: &str) {
         if let Some(mut display) = self.progress.lock().unwrap_or_else(PoisonError::into_inner).take() {
