@@ -35,4 +35,5 @@ url="$(bash tests/pg/postgres.sh start "$work/pgdata")"
 bash tests/pg/postgres.sh psql "$work/pgdata" -d postgres -qc "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null
 # The password travels in PGPASSWORD, as the README asks of users, not on a command line.
 export PGPASSWORD="$(sed -E 's|^postgres://[^:]*:([^@]*)@.*|\1|' <<<"$url")"
-cargo bench --locked --bench team_backend -- --url "$(sed -E 's|^(postgres://[^:]*):[^@]*@|\1@|' <<<"$url")?sslmode=disable" "$root" "${extra[@]}"
+# RAGGREP_BENCH_CARGO=test (the test command) builds it in the test profile: quick runs only.
+cargo "${RAGGREP_BENCH_CARGO:-bench}" --locked --bench team_backend -- --url "$(sed -E 's|^(postgres://[^:]*):[^@]*@|\1@|' <<<"$url")?sslmode=disable" "$root" "${extra[@]}"
