@@ -12,6 +12,7 @@
 # re-runs some sections and keeps the others' last results.
 #
 # Sections: retrieval retrieval-tune retrieval-test retrieval-fp32 variants embed cold query incremental lsp mcp tokens ann scale micro crash vectordb
+# (by --only as well: scoped lsp100k polite static)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
@@ -155,6 +156,26 @@ PY
         echo "## A save on a 100k-file tree: update scoped to the saved path vs walking the tree"
         echo
         bench scoped_update -- --files 100000 --rounds 10
+        ;;
+      lsp100k)
+        # The tree the scoped section builds (target/bench-scoped), through the real server.
+        echo "## The language server on a 100k-file tree"
+        echo
+        bench scoped_update -- --files 100000 --rounds 1 >/dev/null
+        bench lsp_latency -- target/bench-scoped --rounds 20
+        ;;
+      polite)
+        echo "## Searches while the server indexes: indexPriority normal vs low"
+        echo
+        bench polite_indexing
+        ;;
+      static)
+        echo "## A static first tier (measured, not shipped), TUNE and TEST"
+        echo
+        for split in tune test; do
+          rm -rf "${RAGGREP_HOME:-$HOME/.cache/raggrep}"/bench/indexes/*/full-*-static
+          bench retrieval -- --split "$split" --static-tier | grep -A12 '^\*\*all'
+        done
         ;;
       scale)
         echo "## A 100k-chunk index: warm start, memory, bytes per chunk"
