@@ -416,15 +416,17 @@ async function main() {
   await page.screenshot({ path: path.join(artifacts, 'toggled-off.png') });
   await clearToasts();
   check('"raggrep: Toggle for this Workspace" runs again', await palette('raggrep: Toggle for this Workspace'));
-  // The message is a toast, or — when VS Code has already folded it away — an entry of the
+  // A message is a toast, or — when VS Code has already folded it away — an entry of the
   // notification center, which keeps every notification shown.
-  let toggledOn = await visible(toasts.locator('.notification-toast').filter({ hasText: 'raggrep: indexing of polyglot is now on' }), 10_000);
-  if (!toggledOn && (await palette('Notifications: Show Notifications'))) {
-    const entry = page.locator('.notifications-center .notification-list-item').filter({ hasText: 'raggrep: indexing of polyglot is now on' });
-    toggledOn = await visible(entry, 10_000);
-    note(`toggle-on message ${toggledOn ? 'found in the notification center' : 'not in the notification center either'}`);
+  const notified = async (text, what) => {
+    if (await visible(toasts.locator('.notification-toast').filter({ hasText: text }), 10_000)) return true;
+    if (!(await palette('Notifications: Show Notifications'))) return false;
+    const found = await visible(page.locator('.notifications-center .notification-list-item').filter({ hasText: text }), 10_000);
+    note(`${what} message ${found ? 'found in the notification center' : 'not in the notification center either'}`);
     await page.keyboard.press('Escape');
-  }
+    return found;
+  };
+  const toggledOn = await notified('raggrep: indexing of polyglot is now on', 'toggle-on');
   check('Toggle turns indexing on again', toggledOn, await toasts.innerText().catch(() => '(no notification)'));
   check('the status bar shows the chunk count again', await visible(counted, 30_000), await page.locator('.part.statusbar').innerText());
 
@@ -443,7 +445,7 @@ async function main() {
   check('Show Status gives the server\'s reason "indexing is paused", and offers Resume', (await visible(pausedStatus, 10_000)) && /Resume/.test(await pausedStatus.first().innerText()), await toasts.innerText().catch(() => '(no notification)'));
   await clearToasts();
   check('"raggrep: Resume Indexing" is in the command palette', await palette('raggrep: Resume Indexing'));
-  check('Resume says indexing is resumed', await visible(toasts.locator('.notification-toast').filter({ hasText: 'raggrep: indexing resumed' }), 10_000), await toasts.innerText().catch(() => '(no notification)'));
+  check('Resume says indexing is resumed', await notified('raggrep: indexing resumed', 'resume'), await toasts.innerText().catch(() => '(no notification)'));
   const unpaused = await pausedBar
     .first()
     .waitFor({ state: 'hidden', timeout: 10_000 })
