@@ -25,7 +25,8 @@ pub struct EmbedOptions {
     pub max_tokens: usize,
     /// Documents per inference call.
     pub batch_size: usize,
-    /// Threads inside one inference call; 0 = number of CPUs.
+    /// Threads inside one document inference call (indexing); 0 = number of CPUs. Queries
+    /// always use every CPU: one query is short and its latency is what a user waits for.
     pub threads: usize,
     /// Run document inference (the indexing side) at background priority: its session's
     /// worker threads are created lowered (`priority`). Queries have their own session and
@@ -79,7 +80,6 @@ pub struct OnnxEmbedder {
     tokenizer: Tokenizer,
     assets: Assets,
     options: EmbedOptions,
-    threads: usize,
     environment: ort::environment::Environment,
     needs_token_type_ids: bool,
     query_model: Option<QueryModel>,
@@ -119,7 +119,7 @@ impl OnnxEmbedder {
         tokenizer.with_padding(None);
 
         let threads = match options.threads {
-            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            0 => every_cpu(),
             n => n,
         };
         let documents = if options.background {
@@ -161,7 +161,6 @@ impl OnnxEmbedder {
             tokenizer,
             assets,
             options,
-            threads,
             environment,
             needs_token_type_ids,
             documents: Mutex::new(documents),
@@ -290,9 +289,13 @@ impl OnnxEmbedder {
             return Ok(session);
         }
         let path = self.query_model.as_ref().map_or_else(|| self.assets.model_path(), |m| m.path.clone());
-        let session = new_session(&self.environment, &path, self.threads)?;
+        let session = new_session(&self.environment, &path, every_cpu())?;
         Ok(self.queries.get_or_init(|| Mutex::new(session)))
     }
+}
+
+fn every_cpu() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 fn new_session(
