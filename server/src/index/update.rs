@@ -7,9 +7,10 @@
 //! disappear stay in the vector file as dead slots (still serving as cache) until they pass a
 //! threshold and the file is compacted.
 //!
-//! The update publishes twice or more: once right after chunking (lexical search and all
-//! previously embedded chunks answer at once; the snapshot says it is partial), then while and
-//! after embedding.
+//! An update with much to embed publishes twice or more: once right after chunking (lexical
+//! search and all previously embedded chunks answer at once; the snapshot says it is partial),
+//! then while and after embedding. One with nothing for the model, or a save with a few texts,
+//! publishes once.
 
 use std::collections::HashMap;
 use std::fs;
@@ -17,7 +18,7 @@ use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::fsutil::{WriterLock, write_atomic};
-use super::lexical::{LexicalDoc, LexicalIndex};
+use super::lexical::{LexicalDoc, LexicalIndex, LexicalWriter};
 use super::manifest::{
     self, AnnEntry, ChunkEntry, FileEntry, Manifest, MappedManifest, NO_SLOT, SkippedEntry, join_hash, split_hash,
 };
@@ -150,6 +151,14 @@ pub struct UpdateStats {
 }
 
 /// Updates the index at `location` from the files under its root.
+///
+/// A change flows through four stages, each a function below: the files to look at
+/// ([`list_files`]: a walk, or the previous index with the named paths looked at afresh), their
+/// chunks ([`chunk_files`]: unchanged files keep theirs, changed ones are chunked and go to the
+/// lexical index, and every chunk without a vector queues its text), the model
+/// ([`embed_pending`]: the machine-wide cache first, then inference, with intermediate
+/// publishes), and the vectors' upkeep ([`maintain_vectors`]: compaction, the graph). Every
+/// publish writes the lexical index before the manifest that matches it.
 pub fn update(
     location: &IndexLocation,
     embedder: &dyn Embedder,
@@ -157,18 +166,116 @@ pub fn update(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<UpdateStats, IndexError> {
     let start = Instant::now();
+    prepare_dir(location)?;
+    let Some(_lock) = lock_writer(location, options, progress)? else {
+        // Cancelled while another process wrote: nothing was read, nothing to publish.
+        return Ok(UpdateStats { seconds: start.elapsed().as_secs_f64(), ..UpdateStats::default() });
+    };
+    let info = embedder.info().clone();
+    let mut base = Base::open(location, &info, options, progress)?;
+    let mut stats = UpdateStats { rebuilt: base.rebuilt.take(), ..UpdateStats::default() };
+
+    let Some(listed) = list_files(location, &base, options, &mut stats)? else {
+        // A cut-short walk would read as deleted files: publish nothing, the next update redoes it.
+        stats.seconds = start.elapsed().as_secs_f64();
+        return Ok(stats);
+    };
+    let mut chunked = chunk_files(location, &mut base, &listed, options, &mut stats)?;
+    let chunked_progress = Progress::Chunked {
+        files: chunked.files.len(),
+        changed_files: stats.changed_files,
+        chunks: chunked.chunks.len(),
+        to_embed: chunked.to_embed.chunks(),
+    };
+    order_embedding(location, options, &mut chunked);
+
+    let Chunked { files, chunks, skipped, to_embed } = chunked;
+    let Base { prev, previous_name, mut lex, recipe, .. } = base;
+    let mut manifest = Manifest {
+        generation: prev.generation + 1,
+        model_id: info.id.clone(),
+        dim: info.dim as u32,
+        recipe,
+        updated_unix_ms: now_ms(),
+        vectors_file: prev.vectors_file,
+        vector_slots: prev.vector_slots,
+        vector_checksums: prev.vector_checksums,
+        slot_keys: prev.slot_keys,
+        ann: prev.ann,
+        lexical_generation: prev.generation + 1,
+        files,
+        chunks,
+        skipped,
+    };
+    // A save's few texts take the model milliseconds, about what a publish of a big manifest
+    // costs: they go out with the lexical changes in one publish (and one reopen by readers),
+    // instead of a lexical publish followed at once by a vector publish.
+    let embedding = !to_embed.texts.is_empty() && options.embed;
+    let publish_once = embedding && to_embed.texts.len() <= PUBLISH_ONCE_MAX_TEXTS;
+    let mut chunked_progress = Some(chunked_progress);
+    // Whether `manifest.generation` is on disk (a later publish takes the next one).
+    let mut published = false;
+    if !publish_once {
+        lex.commit(manifest.generation)?;
+        publish(&location.dir, &mut manifest)?;
+        published = true;
+        stats.seconds_to_lexical = start.elapsed().as_secs_f64();
+        // Only now: a reader reacting to this event must find the published generation.
+        progress(chunked_progress.take().expect("taken once"));
+    }
+    if embedding {
+        let publishes = if publish_once { Publishes::AtTheEnd } else { Publishes::Periodic };
+        published |=
+            embed_pending(location, embedder, options, &to_embed, publishes, &mut manifest, &mut stats, progress)?;
+    }
+
+    let vectors_before = vector_state(&manifest);
+    maintain_vectors(&location.dir, &mut manifest, options, progress)?;
+    // A save that needed no model and no graph work is done with the publish above: on a 100k-
+    // file tree a second one costs ~25 ms of the save's latency (rkyv, fsync) for nothing.
+    if !published || embedding || vector_state(&manifest) != vectors_before {
+        if published {
+            manifest.generation += 1;
+        } else {
+            // Right before the manifest that matches it, as above: a crash between the two
+            // costs the next update a lexical rebuild.
+            lex.commit(manifest.lexical_generation)?;
+        }
+        manifest.updated_unix_ms = now_ms();
+        publish(&location.dir, &mut manifest)?;
+    }
+    if let Some(chunked_progress) = chunked_progress {
+        stats.seconds_to_lexical = start.elapsed().as_secs_f64();
+        progress(chunked_progress);
+    }
+    collect_garbage(&location.dir, &manifest, previous_name.as_deref());
+    stats.seconds = start.elapsed().as_secs_f64();
+    Ok(stats)
+}
+
+/// Creates the index directory, with a `.gitignore` that keeps it out of commits.
+fn prepare_dir(location: &IndexLocation) -> Result<(), IndexError> {
     super::fsutil::create_private_dir(&location.dir).map_err(|e| IndexError::io(&location.dir, e))?;
     let ignore_file = location.dir.join(".gitignore");
     if !ignore_file.exists() {
         write_atomic(&ignore_file, b"# raggrep's index: never commit it.\n*\n")
             .map_err(|e| IndexError::io(&ignore_file, e))?;
     }
-    // Another process (an editor's server, an agent's, a CLI run) may be writing: wait for it,
-    // and meanwhile pass on every generation it publishes, so this process's readers follow its
-    // progress instead of waiting for a pass of their own (which then finds little to do).
+    Ok(())
+}
+
+/// Takes the writer lock. Another process (an editor's server, an agent's, a CLI run) may be
+/// writing: this waits for it, and meanwhile passes on every generation it publishes, so this
+/// process's readers follow its progress instead of waiting for a pass of their own (which then
+/// finds little to do). `None`: cancelled while waiting.
+fn lock_writer(
+    location: &IndexLocation,
+    options: &IndexOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Option<WriterLock>, IndexError> {
     let mut waiting = false;
     let mut seen = read_current(&location.dir).ok().flatten();
-    let lock = WriterLock::acquire(&location.dir, || {
+    WriterLock::acquire(&location.dir, || {
         if !waiting {
             waiting = true;
             progress(Progress::Waiting);
@@ -180,68 +287,114 @@ pub fn update(
         }
         !cancelled(options)
     })
-    .map_err(|e| IndexError::io(&location.dir.join("LOCK"), e))?;
-    let Some(_lock) = lock else {
-        // Cancelled while another process wrote: nothing was read, nothing to publish.
-        return Ok(UpdateStats { seconds: start.elapsed().as_secs_f64(), ..UpdateStats::default() });
-    };
-    let info = embedder.info().clone();
-    let (previous, rebuilt) = load_previous(location, &info);
-    if let Some(reason) = &rebuilt {
-        progress(Progress::Rebuilding { reason: reason.clone() });
-    }
-    let previous_names = previous.as_ref().map(|(_, name)| name.clone());
-    let mut stats = UpdateStats { rebuilt, ..UpdateStats::default() };
+    .map_err(|e| IndexError::io(&location.dir.join("LOCK"), e))
+}
 
-    let lexical_dir = location.dir.join(LEXICAL_DIR);
-    let opened = LexicalIndex::open_or_create(&lexical_dir).and_then(|lexical| match lexical.damage() {
-        None => Ok(lexical),
-        Some(why) => Err(IndexError::Lexical(why)),
-    });
-    let (lexical, lexical_damaged) = match opened {
-        Ok(lexical) => (lexical, false),
-        Err(err) => {
-            tracing::warn!("{err}; rebuilding the lexical index");
-            let _ = fs::remove_dir_all(&lexical_dir);
-            (LexicalIndex::open_or_create(&lexical_dir)?, true)
+/// The index as the last update left it, opened for writing, and what this update must redo.
+struct Base {
+    /// The previous manifest (an empty one for a first index).
+    prev: Manifest,
+    /// Its file name, kept until the new generation is published.
+    previous_name: Option<String>,
+    /// Why the previous index could not be used, if it could not.
+    rebuilt: Option<String>,
+    /// No usable previous index.
+    fresh: bool,
+    lex: LexicalWriter,
+    /// The lexical index starts empty: every file goes to it again.
+    lexical_rebuild: bool,
+    /// Every file is chunked again (the lexical index is rebuilt, or the chunking settings
+    /// changed); vectors are still reused wherever the embedded text is unchanged.
+    rechunk_all: bool,
+    /// The chunking recipe of this update.
+    recipe: String,
+    /// Previous vector slots by embedding key.
+    key_to_slot: HashMap<u128, u32>,
+}
+
+impl Base {
+    fn open(
+        location: &IndexLocation,
+        info: &ModelInfo,
+        options: &IndexOptions,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Base, IndexError> {
+        let (previous, rebuilt) = load_previous(location, info);
+        if let Some(reason) = &rebuilt {
+            progress(Progress::Rebuilding { reason: reason.clone() });
         }
-    };
-    let (prev, fresh) = match previous {
-        Some((manifest, _)) => (manifest, false),
-        None => (
-            Manifest {
-                model_id: info.id.clone(),
-                dim: info.dim as u32,
-                vectors_file: "vectors-00000000.f32".into(),
-                ..Manifest::default()
-            },
-            true,
-        ),
-    };
-    if fresh {
-        // A stale vector file from a discarded index must not be appended to.
-        let _ = fs::remove_file(location.dir.join(&prev.vectors_file));
+        let lexical_dir = location.dir.join(LEXICAL_DIR);
+        let opened = LexicalIndex::open_or_create(&lexical_dir).and_then(|lexical| match lexical.damage() {
+            None => Ok(lexical),
+            Some(why) => Err(IndexError::Lexical(why)),
+        });
+        let (lexical, lexical_damaged) = match opened {
+            Ok(lexical) => (lexical, false),
+            Err(err) => {
+                tracing::warn!("{err}; rebuilding the lexical index");
+                let _ = fs::remove_dir_all(&lexical_dir);
+                (LexicalIndex::open_or_create(&lexical_dir)?, true)
+            }
+        };
+        let (prev, previous_name, fresh) = match previous {
+            Some((manifest, name)) => (manifest, Some(name), false),
+            None => (
+                Manifest {
+                    model_id: info.id.clone(),
+                    dim: info.dim as u32,
+                    vectors_file: "vectors-00000000.f32".into(),
+                    ..Manifest::default()
+                },
+                None,
+                true,
+            ),
+        };
+        if fresh {
+            // A stale vector file from a discarded index must not be appended to.
+            let _ = fs::remove_file(location.dir.join(&prev.vectors_file));
+        }
+        // The lexical index is in step with the manifest unless a crash fell between their commits.
+        let lexical_rebuild =
+            fresh || lexical_damaged || lexical.committed_generation() != Some(prev.lexical_generation);
+        let mut lex = lexical.writer()?;
+        if lexical_rebuild {
+            lex.delete_all()?;
+        }
+        // Other chunking settings (or a newer chunker) than the index was made with: chunk every
+        // file again.
+        let recipe = crate::chunk::recipe(&options.chunk);
+        let recipe_changed = prev.recipe != recipe;
+        if recipe_changed && !fresh {
+            tracing::info!(from = %prev.recipe, to = %recipe, "chunking settings changed; chunking every file again");
+        }
+        let key_to_slot = prev.slot_keys.iter().enumerate().map(|(slot, key)| (join_hash(*key), slot as u32)).collect();
+        Ok(Base {
+            prev,
+            previous_name,
+            rebuilt,
+            fresh,
+            lex,
+            lexical_rebuild,
+            rechunk_all: lexical_rebuild || recipe_changed,
+            recipe,
+            key_to_slot,
+        })
     }
-    // The lexical index is in step with the manifest unless a crash fell between their commits.
-    let lexical_rebuild = fresh || lexical_damaged || lexical.committed_generation() != Some(prev.lexical_generation);
-    let mut lex = lexical.writer()?;
-    if lexical_rebuild {
-        lex.delete_all()?;
-    }
-    // Other chunking settings (or a newer chunker) than the index was made with: chunk every
-    // file again. Vectors are still reused wherever the embedded text is unchanged.
-    let recipe = crate::chunk::recipe(&options.chunk);
-    let recipe_changed = prev.recipe != recipe;
-    let rechunk_all = lexical_rebuild || recipe_changed;
-    if recipe_changed && !fresh {
-        tracing::info!(from = %prev.recipe, to = %recipe, "chunking settings changed; chunking every file again");
-    }
+}
 
+/// Stage 1: the files to look at. The previous index with the named paths looked at afresh when
+/// only they can have changed, else a walk. `None`: the walk was cancelled.
+fn list_files(
+    location: &IndexLocation,
+    base: &Base,
+    options: &IndexOptions,
+    stats: &mut UpdateStats,
+) -> Result<Option<walk::WalkReport>, IndexError> {
     let scoped = options
         .only_paths
         .as_deref()
-        .filter(|_| !fresh && !rechunk_all)
-        .and_then(|paths| scoped_walk(&prev, &location.root, paths));
+        .filter(|_| !base.fresh && !base.rechunk_all)
+        .and_then(|paths| scoped_walk(&base.prev, &location.root, paths));
     stats.walked = scoped.is_none();
     let report = match scoped {
         Some(files) => walk::WalkReport { files, skipped: Vec::new() },
@@ -250,20 +403,63 @@ pub fn update(
             walk::walk(std::slice::from_ref(&location.root), &walk_options)?
         }
     };
-    if cancelled(options) {
-        // A cut-short walk would read as deleted files: publish nothing, the next update redoes it.
-        stats.seconds = start.elapsed().as_secs_f64();
-        return Ok(stats);
-    }
-    let mut key_to_slot: HashMap<u128, u32> = HashMap::with_capacity(prev.slot_keys.len());
-    for (slot, key) in prev.slot_keys.iter().enumerate() {
-        key_to_slot.insert(join_hash(*key), slot as u32);
+    Ok((!cancelled(options)).then_some(report))
+}
+
+/// The texts the model has to embed, by embedding key, with the chunks waiting for each.
+#[derive(Default)]
+struct ToEmbed {
+    /// Distinct texts, in the order the model takes them.
+    texts: Vec<(u128, String)>,
+    /// Indices into the new manifest's chunks, by key.
+    waiting: HashMap<u128, Vec<usize>>,
+}
+
+impl ToEmbed {
+    /// Queues a chunk for `text`; the text itself once.
+    fn queue(&mut self, key: u128, text: String, chunk: usize) {
+        let waiters = self.waiting.entry(key).or_default();
+        if waiters.is_empty() {
+            self.texts.push((key, text));
+        }
+        waiters.push(chunk);
     }
 
-    let mut files: Vec<FileEntry> = Vec::with_capacity(report.files.len());
+    fn chunks(&self) -> usize {
+        self.waiting.values().map(Vec::len).sum()
+    }
+
+    fn waiting(&self, key: &u128) -> &[usize] {
+        self.waiting.get(key).map(Vec::as_slice).unwrap_or(&[])
+    }
+}
+
+/// The new generation's files and chunks, and what the model still has to do for them.
+struct Chunked {
+    files: Vec<FileEntry>,
+    chunks: Vec<ChunkEntry>,
+    skipped: Vec<SkippedEntry>,
+    to_embed: ToEmbed,
+}
+
+/// Stage 2: every listed file's chunks. A file whose (mtime, size) or content hash is unchanged
+/// keeps its entries; a changed one is chunked again and goes to the lexical index; a chunk
+/// whose embedded text has a vector already takes it, the others queue their text. Files the
+/// previous index had and the list has not are removed from the lexical index.
+fn chunk_files(
+    location: &IndexLocation,
+    base: &mut Base,
+    listed: &walk::WalkReport,
+    options: &IndexOptions,
+    stats: &mut UpdateStats,
+) -> Result<Chunked, IndexError> {
+    let prev = &base.prev;
+    let (lexical_rebuild, rechunk_all) = (base.lexical_rebuild, base.rechunk_all);
+    let lex = &mut base.lex;
+    let mut files: Vec<FileEntry> = Vec::with_capacity(listed.files.len());
     let mut chunks: Vec<ChunkEntry> = Vec::new();
     let mut skipped: Vec<SkippedEntry> = if stats.walked {
-        report
+        listed
             .skipped
             .iter()
             .map(|s| SkippedEntry {
@@ -275,22 +471,20 @@ pub fn update(
         // What the last walk left out still stands; embedding failures are found again below.
         prev.skipped.iter().filter(|s| !s.reason.starts_with(NOT_EMBEDDED)).cloned().collect()
     };
-    // Texts to embed, by embedding key, with the chunks waiting for each.
-    let mut pending: Vec<(u128, String)> = Vec::new();
-    let mut waiting: HashMap<u128, Vec<usize>> = HashMap::new();
+    let mut to_embed = ToEmbed::default();
 
-    // Which previous files were walked (the rest were removed), and where the last one was:
+    // Which previous files were listed (the rest were removed), and where the last one was:
     // walks list files in the manifest's order, so the next one is usually right after it, and
     // a save on a 100k-file tree skips 100k binary searches.
-    let mut walked_before = vec![false; prev.files.len()];
+    let mut listed_before = vec![false; prev.files.len()];
     let mut prev_cursor = 0;
-    for walked in &report.files {
+    for walked in &listed.files {
         let prev_index = match prev.files.get(prev_cursor) {
             Some(f) if f.path == walked.rel_path => Some(prev_cursor),
             _ => prev.files.binary_search_by(|f| f.path.as_str().cmp(&walked.rel_path)).ok(),
         };
         if let Some(i) = prev_index {
-            walked_before[i] = true;
+            listed_before[i] = true;
             prev_cursor = i + 1;
         }
         let prev_file = prev_index.map(|i| &prev.files[i]);
@@ -319,10 +513,9 @@ pub fn update(
             }
             continue;
         }
-        if stat_unchanged && !rechunk_all {
-            let prev_file = prev_file.expect("checked above");
-            reuse_file(&prev, prev_file, file_index, &mut files, &mut chunks, mtime_ns, walked.size);
-            queue_unembedded(location, &mut files, &mut chunks, &mut pending, &mut waiting, options.chunk.header);
+        if let Some(prev_file) = prev_file.filter(|_| stat_unchanged && !rechunk_all) {
+            reuse_file(prev, prev_file, file_index, &mut files, &mut chunks, mtime_ns, walked.size);
+            queue_unembedded(location, &files, &chunks, &mut to_embed, options.chunk.header);
             continue;
         }
         let read = match overlay {
@@ -345,8 +538,8 @@ pub fn update(
         }
         let hash = crate::content_hash(source.text.as_bytes());
         if let Some(prev_file) = prev_file.filter(|f| join_hash(f.hash) == hash && !rechunk_all) {
-            reuse_file(&prev, prev_file, file_index, &mut files, &mut chunks, mtime_ns, walked.size);
-            queue_unembedded(location, &mut files, &mut chunks, &mut pending, &mut waiting, options.chunk.header);
+            reuse_file(prev, prev_file, file_index, &mut files, &mut chunks, mtime_ns, walked.size);
+            queue_unembedded(location, &files, &chunks, &mut to_embed, options.chunk.header);
             continue;
         }
         stats.changed_files += 1;
@@ -366,17 +559,13 @@ pub fn update(
             })?;
             let text = embedding_text(chunk, &source.text, options.chunk.header);
             let key = crate::content_hash(text.as_bytes());
-            let slot = match key_to_slot.get(&key) {
+            let slot = match base.key_to_slot.get(&key) {
                 Some(&slot) => {
                     stats.reused += 1;
                     slot
                 }
                 None => {
-                    let waiters = waiting.entry(key).or_default();
-                    if waiters.is_empty() {
-                        pending.push((key, text));
-                    }
-                    waiters.push(chunks.len());
+                    to_embed.queue(key, text, chunks.len());
                     NO_SLOT
                 }
             };
@@ -393,7 +582,7 @@ pub fn update(
             chunk_count: file_chunks.len() as u32,
         });
     }
-    for (old, _) in prev.files.iter().zip(&walked_before).filter(|(_, walked)| !**walked) {
+    for (old, _) in prev.files.iter().zip(&listed_before).filter(|(_, listed)| !**listed) {
         stats.removed_files += 1;
         if !lexical_rebuild {
             lex.delete_file(&old.path);
@@ -402,15 +591,11 @@ pub fn update(
     stats.files = files.len();
     stats.chunks = chunks.len();
     stats.skipped_files = skipped.len();
-    let total_to_embed: usize = waiting.values().map(Vec::len).sum();
-    let chunked = Progress::Chunked {
-        files: files.len(),
-        changed_files: stats.changed_files,
-        chunks: chunks.len(),
-        to_embed: total_to_embed,
-    };
+    Ok(Chunked { files, chunks, skipped, to_embed })
+}
 
-    // The model's time goes where answers are wanted first (issue 13): see `embedding_order`.
+/// The model's time goes where answers are wanted first (issue 13): see `embedding_order`.
+fn order_embedding(location: &IndexLocation, options: &IndexOptions, chunked: &mut Chunked) {
     let urgent: std::collections::HashSet<&str> = options
         .overlays
         .keys()
@@ -418,132 +603,102 @@ pub fn update(
         .chain(options.only_paths.iter().flatten().map(String::as_str))
         .collect();
     // Git history is worth reading when the model has much to do (a first index, a checkout).
-    let recent = if pending.len() >= RECENCY_MIN_TEXTS && options.embed {
+    let recent = if chunked.to_embed.texts.len() >= RECENCY_MIN_TEXTS && options.embed {
         super::recency::recently_changed(&location.root)
     } else {
         HashMap::new()
     };
-    embedding_order(&mut pending, &waiting, &chunks, &files, &urgent, &recent);
+    let ToEmbed { texts, waiting } = &mut chunked.to_embed;
+    embedding_order(texts, waiting, &chunked.chunks, &chunked.files, &urgent, &recent);
+}
 
-    // Publish: lexical first, then the manifest that matches it.
-    let mut manifest = Manifest {
-        generation: prev.generation + 1,
-        model_id: info.id.clone(),
-        dim: info.dim as u32,
-        recipe,
-        updated_unix_ms: now_ms(),
-        vectors_file: prev.vectors_file.clone(),
-        vector_slots: prev.vector_slots,
-        vector_checksums: prev.vector_checksums.clone(),
-        slot_keys: prev.slot_keys.clone(),
-        ann: prev.ann.clone(),
-        lexical_generation: prev.generation + 1,
-        files,
-        chunks,
-        skipped,
+/// When the embedding stage publishes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Publishes {
+    /// The first vectors early, so the first semantic answer comes within seconds of a cold
+    /// start; then every `commit_interval`.
+    Periodic,
+    /// Not at all: the caller publishes once at the end.
+    AtTheEnd,
+}
+
+/// Stage 3: vectors for the queued texts, from the machine-wide cache or the model, appended to
+/// the vector file in batches. Returns whether it published a generation.
+#[allow(clippy::too_many_arguments)]
+fn embed_pending(
+    location: &IndexLocation,
+    embedder: &dyn Embedder,
+    options: &IndexOptions,
+    to_embed: &ToEmbed,
+    publishes: Publishes,
+    manifest: &mut Manifest,
+    stats: &mut UpdateStats,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<bool, IndexError> {
+    let info = embedder.info();
+    let total = to_embed.chunks();
+    let vectors_path = location.dir.join(&manifest.vectors_file);
+    let mut appender = VectorAppender::open(&vectors_path, info.dim, manifest.vector_slots as usize)?;
+    let mut last_publish = Instant::now();
+    let mut publish_after = match publishes {
+        Publishes::Periodic => options.commit_interval.min(FIRST_PUBLISH),
+        Publishes::AtTheEnd => Duration::MAX,
     };
-    // A save's few texts take the model milliseconds, about what a publish of a big manifest
-    // costs: they go out with the lexical changes in one publish (and one reopen by readers),
-    // instead of a lexical publish followed at once by a vector publish.
-    let embedding = !pending.is_empty() && options.embed;
-    let publish_once = embedding && pending.len() <= PUBLISH_ONCE_MAX_TEXTS;
-    let mut chunked = Some(chunked);
-    // Whether `manifest.generation` is on disk (a later publish takes the next one).
     let mut published = false;
-    if !publish_once {
-        lex.commit(manifest.generation)?;
-        publish(&location.dir, &mut manifest)?;
-        published = true;
-        stats.seconds_to_lexical = start.elapsed().as_secs_f64();
-        // Only now: a reader reacting to this event must find the published generation.
-        progress(chunked.take().expect("taken once"));
-    }
-
-    // Embed what the cache did not have.
-    if embedding {
-        let vectors_path = location.dir.join(&manifest.vectors_file);
-        let mut appender = VectorAppender::open(&vectors_path, info.dim, manifest.vector_slots as usize)?;
-        let mut last_publish = Instant::now();
-        // The first vectors are published early, so the first semantic answer comes within
-        // seconds of a cold start; then every `commit_interval`.
-        let mut publish_after = if publish_once { Duration::MAX } else { options.commit_interval.min(FIRST_PUBLISH) };
-        let mut done = 0;
-        let mut shared = options.shared_cache.as_ref().and_then(|config| {
-            SharedCache::open(config, &info.id, info.dim)
-                .map_err(|why| tracing::warn!("the embedding cache is not used: {why}"))
-                .ok()
-        });
-        progress(Progress::Embedding { done, total: total_to_embed });
-        for batch in pending.chunks(options.embed_batch.max(1)) {
-            if cancelled(options) {
-                break;
-            }
-            let (cached, batch) = look_up(&mut shared, batch);
-            let (mut embedded, failed) = embed_isolating_failures(embedder, &batch);
-            store(&mut shared, &embedded);
-            for (key, _) in &cached {
-                stats.from_cache += waiting.get(key).map_or(0, Vec::len);
-            }
-            embedded.extend(cached);
-            for (key, why) in &failed {
-                // One text the model cannot take must not stop the repository's update: its
-                // chunks stay lexical-only, retried at the next update, and the file says why.
-                let chunks = waiting.get(key).map(Vec::as_slice).unwrap_or(&[]);
-                for path in failed_paths(&manifest, chunks) {
-                    tracing::warn!(%path, "not embedded: {why}");
-                    manifest.skipped.push(SkippedEntry { path, reason: format!("{NOT_EMBEDDED}{why}") });
-                }
-                done += chunks.len();
-            }
-            let vectors: Vec<Vector> = embedded.iter().map(|(_, v)| v.clone()).collect();
-            let first = appender.append(&vectors)?;
-            for (offset, (key, _)) in embedded.iter().enumerate() {
-                let slot = (first + offset) as u32;
-                manifest.slot_keys.push(split_hash(*key));
-                for &chunk in waiting.get(key).map(Vec::as_slice).unwrap_or(&[]) {
-                    manifest.chunks[chunk].slot = slot;
-                    done += 1;
-                }
-                stats.embedded += waiting.get(key).map_or(0, Vec::len);
-            }
-            manifest.vector_slots = appender.slots() as u64;
-            progress(Progress::Embedding { done, total: total_to_embed });
-            if last_publish.elapsed() >= publish_after {
-                publish_after = options.commit_interval;
-                appender.sync()?;
-                manifest.generation += 1;
-                manifest.updated_unix_ms = now_ms();
-                publish(&location.dir, &mut manifest)?;
-                progress(Progress::Published { generation: manifest.generation, embedded: done });
-                published = true;
-                last_publish = Instant::now();
-            }
+    let mut done = 0;
+    let mut shared = options.shared_cache.as_ref().and_then(|config| {
+        SharedCache::open(config, &info.id, info.dim)
+            .map_err(|why| tracing::warn!("the embedding cache is not used: {why}"))
+            .ok()
+    });
+    progress(Progress::Embedding { done, total });
+    for batch in to_embed.texts.chunks(options.embed_batch.max(1)) {
+        if cancelled(options) {
+            break;
         }
-        appender.sync()?;
-    }
-
-    let vectors_before = vector_state(&manifest);
-    maintain_vectors(&location.dir, &mut manifest, options, progress)?;
-    // A save that needed no model and no graph work is done with the publish above: on a 100k-
-    // file tree a second one costs ~25 ms of the save's latency (rkyv, fsync) for nothing.
-    if !published || embedding || vector_state(&manifest) != vectors_before {
-        if published {
+        let (cached, batch) = look_up(&mut shared, batch);
+        let (mut embedded, failed) = embed_isolating_failures(embedder, &batch);
+        store(&mut shared, &embedded);
+        for (key, _) in &cached {
+            stats.from_cache += to_embed.waiting(key).len();
+        }
+        embedded.extend(cached);
+        for (key, why) in &failed {
+            // One text the model cannot take must not stop the repository's update: its
+            // chunks stay lexical-only, retried at the next update, and the file says why.
+            let chunks = to_embed.waiting(key);
+            for path in failed_paths(manifest, chunks) {
+                tracing::warn!(%path, "not embedded: {why}");
+                manifest.skipped.push(SkippedEntry { path, reason: format!("{NOT_EMBEDDED}{why}") });
+            }
+            done += chunks.len();
+        }
+        let vectors: Vec<Vector> = embedded.iter().map(|(_, v)| v.clone()).collect();
+        let first = appender.append(&vectors)?;
+        for (offset, (key, _)) in embedded.iter().enumerate() {
+            let slot = (first + offset) as u32;
+            manifest.slot_keys.push(split_hash(*key));
+            for &chunk in to_embed.waiting(key) {
+                manifest.chunks[chunk].slot = slot;
+            }
+            done += to_embed.waiting(key).len();
+            stats.embedded += to_embed.waiting(key).len();
+        }
+        manifest.vector_slots = appender.slots() as u64;
+        progress(Progress::Embedding { done, total });
+        if last_publish.elapsed() >= publish_after {
+            publish_after = options.commit_interval;
+            appender.sync()?;
             manifest.generation += 1;
-        } else {
-            // Right before the manifest that matches it, as above: a crash between the two
-            // costs the next update a lexical rebuild.
-            lex.commit(manifest.lexical_generation)?;
+            manifest.updated_unix_ms = now_ms();
+            publish(&location.dir, manifest)?;
+            progress(Progress::Published { generation: manifest.generation, embedded: done });
+            published = true;
+            last_publish = Instant::now();
         }
-        manifest.updated_unix_ms = now_ms();
-        publish(&location.dir, &mut manifest)?;
     }
-    if let Some(chunked) = chunked {
-        stats.seconds_to_lexical = start.elapsed().as_secs_f64();
-        progress(chunked);
-    }
-    collect_garbage(&location.dir, &manifest, previous_names.as_deref());
-    stats.seconds = start.elapsed().as_secs_f64();
-    Ok(stats)
+    appender.sync()?;
+    Ok(published)
 }
 
 /// What `maintain_vectors` may change: the vector file and the graph.
@@ -698,11 +853,11 @@ fn cancelled(options: &IndexOptions) -> bool {
     options.cancel.as_ref().is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
 }
 
-/// Embeds a batch; if the model fails on it, embeds the texts one by one so a single bad text
-/// only loses itself. Returns the vectors by key, and the keys that failed with the reason.
 /// Vectors of a batch by embedding key, and the keys that failed with the reason.
 type EmbedOutcome = (Vec<(u128, Vector)>, Vec<(u128, String)>);
 
+/// Embeds a batch; if the model fails on it, embeds the texts one by one so a single bad text
+/// only loses itself.
 fn embed_isolating_failures(embedder: &dyn Embedder, batch: &[(u128, String)]) -> EmbedOutcome {
     if batch.is_empty() {
         return (Vec::new(), Vec::new());
@@ -767,10 +922,9 @@ fn reuse_file(
 /// interrupted while embedding).
 fn queue_unembedded(
     location: &IndexLocation,
-    files: &mut [FileEntry],
-    chunks: &mut [ChunkEntry],
-    pending: &mut Vec<(u128, String)>,
-    waiting: &mut HashMap<u128, Vec<usize>>,
+    files: &[FileEntry],
+    chunks: &[ChunkEntry],
+    to_embed: &mut ToEmbed,
     header: EmbedHeader,
 ) {
     let Some(file) = files.last() else { return };
@@ -792,12 +946,7 @@ fn queue_unembedded(
             continue;
         }
         let text = embedding_text(&chunk, &source.text, header);
-        let key = crate::content_hash(text.as_bytes());
-        let waiters = waiting.entry(key).or_default();
-        if waiters.is_empty() {
-            pending.push((key, text));
-        }
-        waiters.push(index);
+        to_embed.queue(crate::content_hash(text.as_bytes()), text, index);
     }
 }
 
@@ -922,14 +1071,14 @@ fn publish(dir: &Path, manifest: &mut Manifest) -> Result<(), IndexError> {
     write_atomic(&current, format!("{name}\n").as_bytes()).map_err(|e| IndexError::io(&current, e))
 }
 
-/// Compacts the vector file when dead slots pile up, builds the HNSW graph when there is none,
-/// and grows it by insertion when enough vectors are not in it.
 /// Dead vector slots that trigger a compaction (with at least 30 % of the file dead).
 pub const COMPACT_MIN_DEAD: usize = 1024;
 /// New vectors outside the graph that trigger an insertion. Below it they are scanned exactly
 /// (1,024 × 384 floats take well under a millisecond), and a save does not rewrite the graph.
 const ANN_EXTEND_MIN_UNCOVERED: usize = 1024;
 
+/// Stage 4: compacts the vector file when dead slots pile up, builds the HNSW graph when there
+/// is none, and grows it by insertion when enough vectors are not in it.
 fn maintain_vectors(
     dir: &Path,
     manifest: &mut Manifest,
