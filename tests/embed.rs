@@ -24,8 +24,59 @@ struct Case {
     vector: Vec<f32>,
 }
 
+/// The reference vectors as Python's onnxruntime computes them on this machine
+/// (`scripts/make_reference_vectors.py`, run once per test process with the bootstrap's venv).
+///
+/// Why not only the committed file: the int8 model's integer kernels differ between CPUs (with
+/// and without VNNI, the u8×s8 products are summed differently), so the same model and runtime
+/// give cosines of 0.990–0.998 to vectors made on another machine; measured 2026-11-24 on an
+/// AVX2-only EPYC against the committed file. The committed file still pins the recipe: every
+/// machine's reference must stay close to it (see `the_reference_is_the_committed_one`).
 fn reference() -> Reference {
+    static MACHINE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let json = MACHINE.get_or_init(|| {
+        let installed = Assets::locate(None, None)
+            .unwrap_or_else(|e| panic!("assets missing ({e}); run `bash scripts/bootstrap.sh` first"));
+        let home = installed.model_dir.parent().and_then(|models| models.parent()).expect("models dir has a home");
+        let python = home.join("tools/venv/bin/python");
+        let out = tempfile::NamedTempFile::new().unwrap();
+        let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let made = std::process::Command::new(&python)
+            .arg(repo.join("scripts/make_reference_vectors.py"))
+            .arg("--home")
+            .arg(home)
+            .arg("--out")
+            .arg(out.path())
+            .output()
+            .unwrap_or_else(|e| panic!("{}: {e}; run `bash scripts/bootstrap.sh` first", python.display()));
+        assert!(made.status.success(), "make_reference_vectors.py: {}", String::from_utf8_lossy(&made.stderr));
+        std::fs::read_to_string(out.path()).unwrap()
+    });
+    serde_json::from_str(json).expect("reference vectors parse")
+}
+
+fn committed_reference() -> Reference {
     serde_json::from_str(include_str!("data/reference_vectors.json")).expect("reference vectors parse")
+}
+
+#[test]
+fn the_reference_is_the_committed_one() {
+    // Same models, same texts, same recipe as the committed vectors: only the CPU's integer
+    // kernels may move the int8 vectors (0.990 at worst so far), and fp32 not at all.
+    let (here, committed) = (reference(), committed_reference());
+    assert_eq!((&here.model_id, &here.query_model_id), (&committed.model_id, &committed.query_model_id));
+    for (cases, committed_cases, floor) in [
+        (&here.cases, &committed.cases, 0.98),
+        (&here.query_model_cases, &committed.query_model_cases, 0.98),
+        (&here.fp32_cases, &committed.fp32_cases, 0.9999),
+    ] {
+        assert_eq!(cases.len(), committed_cases.len());
+        for (case, committed_case) in cases.iter().zip(committed_cases) {
+            assert_eq!((&case.text, case.n_tokens), (&committed_case.text, committed_case.n_tokens));
+            let cos = cosine(&Vector::normalized(case.vector.clone()), &committed_case.vector);
+            assert!(cos >= floor, "cosine {cos} to the committed reference for {:?}", case.text);
+        }
+    }
 }
 
 fn embedder(model: Option<&str>, options: EmbedOptions) -> OnnxEmbedder {
