@@ -344,13 +344,22 @@ async function main() {
 
   // The server's "Find similar code" code action (Ctrl+.), rerouted to the extension's command
   // (run as is, the server's command would answer into the void).
-  await page.keyboard.press('Control+G');
-  await page.keyboard.type('22');
-  await page.keyboard.press('Enter');
-  await page.keyboard.press('Control+.');
+  // Up to three tries, each giving the editor the focus first: after the QuickPick closes the
+  // keys can land elsewhere, and a full test run caught a Ctrl+. that opened nothing (the
+  // machine was busy). The menu itself is what is checked, not how many tries it took.
   const actions = page.locator('.action-widget .monaco-list-row');
   const action = actions.filter({ hasText: 'Find similar code' });
-  const offered = await visible(action, 15_000);
+  let offered = false;
+  for (let attempt = 1; attempt <= 3 && !offered; attempt++) {
+    await page.keyboard.press('Escape');
+    await page.locator('.editor-group-container.active .editor-instance .view-lines').first().click().catch(() => {});
+    await page.keyboard.press('Control+G');
+    await page.keyboard.type('22');
+    await page.keyboard.press('Enter');
+    await page.keyboard.press('Control+.');
+    offered = await visible(action, attempt === 3 ? 15_000 : 8_000);
+    if (!offered) note(`code action menu not shown on try ${attempt}`);
+  }
   check('the code action "Find similar code" is offered inside validate_token', offered, await page.locator('.action-widget').innerText().catch(() => '(no code action menu)'));
   if (offered) {
     for (let i = 0; i < 5 && !/\bfocused\b/.test((await action.first().getAttribute('class')) ?? ''); i++) {
