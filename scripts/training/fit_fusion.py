@@ -92,7 +92,9 @@ def fixed(X):
     return 0.5 * X[:, 0] + 0.5 * X[:, 1]
 
 
-def train(items, val, epochs: int, lr: float, l2: float, seed: int, log):
+def train(items, val, epochs: int, lr: float, l2: float, seed: int, log, hidden: int = 0):
+    """Listwise softmax fit of `z @ w` (+ `out @ tanh(units @ z + bias)` with `hidden` units).
+    Returns the parameters of the epoch with the best validation chunk MRR@10, mean, std, epoch."""
     usable = [it for it in items if it["X"] is not None and it["pos"].any()]
     Xall = np.concatenate([it["X"] for it in usable])
     mu, sd = Xall.mean(0), Xall.std(0) + 1e-6
@@ -108,14 +110,18 @@ def train(items, val, epochs: int, lr: float, l2: float, seed: int, log):
         real[q, :m] = True
         pos[q, :m] = it["pos"]
     rng = np.random.default_rng(seed)
-    w = rng.normal(0, 0.01, F)
-    w[0] += 0.5
-    w[1] += 0.5
-    m1 = np.zeros(F)
-    m2 = np.zeros(F)
-    best = (-1.0, w.copy(), 0)
+    P = {"w": rng.normal(0, 0.01, F)}
+    P["w"][0] += 0.5
+    P["w"][1] += 0.5
+    if hidden:
+        P["units"] = rng.normal(0, 0.3 / np.sqrt(F), (hidden, F))
+        P["bias"] = np.zeros(hidden)
+        P["out"] = rng.normal(0, 0.01, hidden)
+    M1 = {k: np.zeros_like(v) for k, v in P.items()}
+    M2 = {k: np.zeros_like(v) for k, v in P.items()}
+    best = (-1.0, {k: v.copy() for k, v in P.items()}, 0)
     for epoch in range(1, epochs + 1):
-        s = Z @ w
+        s, h = forward(Z, P)
         s = np.where(real, s, -np.inf)
         smax = s.max(1, keepdims=True)
         e = np.exp(s - smax)
@@ -123,26 +129,42 @@ def train(items, val, epochs: int, lr: float, l2: float, seed: int, log):
         ep = np.where(pos, e, 0.0)
         p_pos = ep / ep.sum(1, keepdims=True)
         # d(-log Σpos / Σall)/ds = p_all - p_pos
-        g_s = np.where(real, p_all - p_pos, 0.0)
-        grad = np.einsum("qn,qnf->f", g_s, Z) / len(usable) + 2 * l2 * w
-        m1 = 0.9 * m1 + 0.1 * grad
-        m2 = 0.999 * m2 + 0.001 * grad ** 2
-        w = w - lr * (m1 / (1 - 0.9 ** epoch)) / (np.sqrt(m2 / (1 - 0.999 ** epoch)) + 1e-8)
+        g_s = np.where(real, p_all - p_pos, 0.0) / len(usable)
+        G = {"w": np.einsum("qn,qnf->f", g_s, Z) + 2 * l2 * P["w"]}
+        if hidden:
+            G["out"] = np.einsum("qn,qnh->h", g_s, h) + 2 * l2 * P["out"]
+            g_h = g_s[..., None] * P["out"] * (1 - h ** 2)
+            G["units"] = np.einsum("qnh,qnf->hf", g_h, Z) + 2 * l2 * P["units"]
+            G["bias"] = g_h.sum((0, 1))
+        for k, g in G.items():
+            M1[k] = 0.9 * M1[k] + 0.1 * g
+            M2[k] = 0.999 * M2[k] + 0.001 * g ** 2
+            P[k] = P[k] - lr * (M1[k] / (1 - 0.9 ** epoch)) / (np.sqrt(M2[k] / (1 - 0.999 ** epoch)) + 1e-8)
         if epoch % 10 == 0:
-            r = metrics(ranks(val, lambda X: ((X - mu) / sd) @ w))
+            snapshot = {k: v.copy() for k, v in P.items()}
+            r = metrics(ranks(val, lambda X: forward((X - mu) / sd, snapshot)[0]))
             loss = float(-np.log(np.where(pos, p_all, 0).sum(1) + 1e-12).mean())
             log(f"epoch {epoch:4d} loss {loss:.4f} validation chunk MRR@10 {r['chunk_MRR@10']:.4f} "
                 f"R@5 {r['chunk_R@5']:.4f}")
             if r["chunk_MRR@10"] > best[0]:
-                best = (r["chunk_MRR@10"], w.copy(), epoch)
+                best = (r["chunk_MRR@10"], snapshot, epoch)
     return best[1], mu, sd, best[2]
 
 
-def report(name, items, w, mu, sd, log):
+def forward(Z, P):
+    """Scores of standardised features Z (…×F), and the hidden activations (or None)."""
+    s = Z @ P["w"]
+    if "units" not in P:
+        return s, None
+    h = np.tanh(Z @ P["units"].T + P["bias"])
+    return s + h @ P["out"], h
+
+
+def report(name, items, P, mu, sd, log):
     out = {}
     for lang in ["all"] + sorted({it["language"] for it in items}):
         sub = [it for it in items if lang == "all" or it["language"] == lang]
-        a, b = metrics(ranks(sub, fixed)), metrics(ranks(sub, lambda X: ((X - mu) / sd) @ w))
+        a, b = metrics(ranks(sub, fixed)), metrics(ranks(sub, lambda X: forward((X - mu) / sd, P)[0]))
         out[lang] = {"fixed": a, "learned": b}
         log(f"{name:10s} {lang:11s} n={a['n']:5d} chunk R@5 {a['chunk_R@5']:.3f} -> {b['chunk_R@5']:.3f}  "
             f"MRR@10 {a['chunk_MRR@10']:.3f} -> {b['chunk_MRR@10']:.3f}  file R@1 {a['file_R@1']:.3f} -> "
@@ -159,6 +181,7 @@ def main() -> int:
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--l2", type=float, default=1e-3)
     ap.add_argument("--seed", type=int, default=16)
+    ap.add_argument("--hidden", type=int, default=0, help="hidden tanh units beside the linear score (0: linear)")
     args = ap.parse_args()
     t0 = time.time()
 
@@ -173,17 +196,18 @@ def main() -> int:
         return 2
     log(f"train {len(tr)} queries ({sum(it['pos'].any() for it in tr if it['X'] is not None)} with the gold "
         f"among the candidates), validation {len(va)}")
-    w, mu, sd, epoch = train(tr, va, args.epochs, args.lr, args.l2, args.seed, log)
+    P, mu, sd, epoch = train(tr, va, args.epochs, args.lr, args.l2, args.seed, log, args.hidden)
+    w = P["w"]
     names = ["dense_mm", "lex_mm", "dense_rr", "lex_rr", "cosine", "symbol_overlap", "path_overlap",
              "log_lines", "is_container", "is_plain_code", "file_cosine", "file_lex", "unasked_test_code"]
     if len(names) != len(w):
         log(f"fit_fusion: {len(w)} features in the dump, {len(names)} names known -- update both sides")
         return 2
     log("weights (standardised): " + ", ".join(f"{k} {v:+.3f}" for k, v in zip(names, w)))
-    results = {"train": report("train", tr, w, mu, sd, log), "validation": report("validation", va, w, mu, sd, log)}
+    results = {"train": report("train", tr, P, mu, sd, log), "validation": report("validation", va, P, mu, sd, log)}
     for spec in args.report:
         name, path = spec.split("=", 1)
-        results[name] = report(name, prepare(load(path)), w, mu, sd, log)
+        results[name] = report(name, prepare(load(path)), P, mu, sd, log)
     packages = sorted({(it["package"], it["split"]) for it in rows})
     doc = {
         "comment": "fitted by scripts/training/fit_fusion.py on training packages only (see "
@@ -192,9 +216,12 @@ def main() -> int:
         "mean": [round(float(x), 6) for x in mu],
         "std": [round(float(x), 6) for x in sd],
         "weights": [round(float(x), 6) for x in w],
+        **({"hidden": {"units": [[round(float(x), 6) for x in row] for row in P["units"]],
+                       "bias": [round(float(x), 6) for x in P["bias"]],
+                       "out": [round(float(x), 6) for x in P["out"]]}} if "units" in P else {}),
         "epoch": epoch,
         "seed": args.seed,
-        "hyper": {"lr": args.lr, "l2": args.l2, "epochs": args.epochs},
+        "hyper": {"lr": args.lr, "l2": args.l2, "epochs": args.epochs, "hidden": args.hidden},
         "packages": [{"package": p, "split": s} for p, s in packages],
         "results": results,
     }
