@@ -274,7 +274,10 @@ pub struct Hidden {
 impl Hidden {
     fn fits(&self, features: usize) -> bool {
         let units = self.units.len();
-        units > 0 && self.bias.len() == units && self.out.len() == units && self.units.iter().all(|u| u.len() == features)
+        units > 0
+            && self.bias.len() == units
+            && self.out.len() == units
+            && self.units.iter().all(|u| u.len() == features)
     }
 }
 
