@@ -19,5 +19,4 @@ cargo bench --locked --bench retrieval -- --data "$out/retrieval" --no-baseline 
 cargo bench --locked --bench retrieval -- --split tune --no-baseline --dump-features "$out/tune-features.jsonl" > "$out/tune-bench.md"
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 nice -n 19 "$py" "$here/fit_fusion.py" --train "$out/train-features.jsonl" \
-  --report "tune=$out/tune-features.jsonl" --out "$repo/server/src/search/learned_fusion.json" \
-  --hidden 16 --lr 0.02 --epochs 300 "$@"
+  --report "tune=$out/tune-features.jsonl" --out "$repo/server/src/search/learned_fusion.json" "$@"

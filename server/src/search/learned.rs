@@ -250,35 +250,13 @@ pub fn candidates_from<'a>(
         .collect()
 }
 
-/// Fitted weights over standardised features (`learned_fusion.json`): a linear score plus,
-/// when fitted with one, a small hidden layer that can weigh one feature by another.
+/// Fitted weights over standardised features (`learned_fusion.json`).
 #[derive(Debug, Deserialize)]
 pub struct Weights {
     pub features: Vec<String>,
     pub mean: Vec<f32>,
     pub std: Vec<f32>,
     pub weights: Vec<f32>,
-    #[serde(default)]
-    pub hidden: Option<Hidden>,
-}
-
-/// `w2 · tanh(W1ᵀ z + b1)` over the standardised features `z`.
-#[derive(Debug, Deserialize)]
-pub struct Hidden {
-    /// One row per hidden unit, one weight per feature.
-    pub units: Vec<Vec<f32>>,
-    pub bias: Vec<f32>,
-    pub out: Vec<f32>,
-}
-
-impl Hidden {
-    fn fits(&self, features: usize) -> bool {
-        let units = self.units.len();
-        units > 0
-            && self.bias.len() == units
-            && self.out.len() == units
-            && self.units.iter().all(|u| u.len() == features)
-    }
 }
 
 const WEIGHTS_JSON: &str = include_str!("learned_fusion.json");
@@ -290,36 +268,26 @@ pub fn weights() -> Option<&'static Weights> {
     WEIGHTS
         .get_or_init(|| {
             let weights: Weights = serde_json::from_str(WEIGHTS_JSON).ok()?;
-            weights.fits_features().then_some(weights)
+            let n = FEATURES.len();
+            let names_match = weights.features.iter().map(String::as_str).eq(FEATURES.iter().copied());
+            (names_match && weights.mean.len() == n && weights.std.len() == n && weights.weights.len() == n)
+                .then_some(weights)
         })
         .as_ref()
 }
 
 impl Weights {
-    /// Names exactly [`FEATURES`], with one mean, std and weight each (and a hidden layer as
-    /// wide).
-    fn fits_features(&self) -> bool {
-        let n = FEATURES.len();
-        let names_match = self.features.iter().map(String::as_str).eq(FEATURES.iter().copied());
-        let hidden_fits = self.hidden.as_ref().is_none_or(|h| h.fits(n));
-        names_match && self.mean.len() == n && self.std.len() == n && self.weights.len() == n && hidden_fits
-    }
-
     /// The fused score, squashed into (0, 1) so scores stay comparable in size with the other
     /// modes' (the order is the linear score's).
     pub fn score(&self, features: &[f32; FEATURES.len()]) -> f32 {
-        let mut z = [0.0f32; FEATURES.len()];
-        for (((z, x), mean), std) in z.iter_mut().zip(features).zip(&self.mean).zip(&self.std) {
-            *z = (x - mean) / std.max(1e-6);
-        }
-        let dot = |w: &[f32]| -> f32 { w.iter().zip(&z).map(|(w, z)| w * z).sum() };
-        let mut score = dot(&self.weights);
-        if let Some(hidden) = &self.hidden {
-            for ((unit, bias), out) in hidden.units.iter().zip(&hidden.bias).zip(&hidden.out) {
-                score += out * (dot(unit) + bias).tanh();
-            }
-        }
-        1.0 / (1.0 + (-score).exp())
+        let linear: f32 = features
+            .iter()
+            .zip(&self.mean)
+            .zip(&self.std)
+            .zip(&self.weights)
+            .map(|(((x, mean), std), w)| w * (x - mean) / std.max(1e-6))
+            .sum();
+        1.0 / (1.0 + (-linear).exp())
     }
 }
 
@@ -340,28 +308,6 @@ mod tests {
         let named = [(LEX_MM, "lex_mm"), (COSINE, "cosine"), (FILE_COSINE, "file_cosine"), (FILE_LEX, "file_lex")];
         assert!(named.iter().all(|&(i, name)| FEATURES[i] == name));
         assert!(weights.std.iter().all(|s| *s > 0.0));
-    }
-
-    #[test]
-    fn a_hidden_layer_adds_to_the_linear_score() {
-        let n = FEATURES.len();
-        let one_hot = |i: usize, x: f32| (0..n).map(|j| if j == i { x } else { 0.0 }).collect::<Vec<f32>>();
-        let mut weights = Weights {
-            features: FEATURES.iter().map(|s| s.to_string()).collect(),
-            mean: vec![0.0; n],
-            std: vec![1.0; n],
-            weights: one_hot(0, 1.0),
-            hidden: Some(Hidden { units: vec![one_hot(1, 2.0)], bias: vec![0.5], out: vec![3.0] }),
-        };
-        assert!(weights.fits_features());
-        let mut features = [0.0; FEATURES.len()];
-        features[0] = 0.25;
-        features[1] = 0.1;
-        let linear_and_hidden = 0.25 + 3.0 * (2.0f32 * 0.1 + 0.5).tanh();
-        assert!((weights.score(&features) - 1.0 / (1.0 + (-linear_and_hidden).exp())).abs() < 1e-6);
-        // A hidden unit that does not read every feature is a build defect, refused.
-        weights.hidden = Some(Hidden { units: vec![vec![1.0; n - 1]], bias: vec![0.0], out: vec![1.0] });
-        assert!(!weights.fits_features());
     }
 
     #[test]
