@@ -137,7 +137,9 @@ class Embedder:
         return self.vecs[[self.index[k] for k in keys]]
 
     def self_check(self) -> float:
-        """Min cosine to the committed reference vectors (must be > 0.999)."""
+        """Min cosine to the committed reference vectors: > 0.999 for fp32; > 0.98 for int8, whose
+        integer kernels differ between CPUs (0.990 at worst measured, an AVX2-only EPYC against
+        the committed file; tests/embed.rs makes its exact reference on the machine under test)."""
         with open(os.path.join(REPO, "tests", "data", "reference_vectors.json")) as fh:
             ref = json.load(fh)
         cases = ref["cases"] if self.model == "all-minilm-l6-v2-int8" else ref["fp32_cases"]
@@ -146,6 +148,6 @@ class Embedder:
         want = np.array([c["vector"] for c in cases], dtype=np.float32)
         want /= np.linalg.norm(want, axis=1, keepdims=True)
         cos = float((got * want).sum(1).min())
-        if cos < 0.999:
+        if cos < (0.98 if self.model == "all-minilm-l6-v2-int8" else 0.999):
             sys.exit(f"embedding recipe check failed: min cosine {cos:.5f} to reference vectors")
         return cos
