@@ -35,16 +35,14 @@ struct Case {
 fn reference() -> Reference {
     static MACHINE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     let json = MACHINE.get_or_init(|| {
-        let installed = Assets::locate(None, None)
-            .unwrap_or_else(|e| panic!("assets missing ({e}); run `bash scripts/bootstrap.sh` first"));
-        let home = installed.model_dir.parent().and_then(|models| models.parent()).expect("models dir has a home");
+        let home = raggrep::embed::cache_dir().expect("a cache directory");
         let python = home.join("tools/venv/bin/python");
         let out = tempfile::NamedTempFile::new().unwrap();
         let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         let made = std::process::Command::new(&python)
             .arg(repo.join("scripts/make_reference_vectors.py"))
             .arg("--home")
-            .arg(home)
+            .arg(&home)
             .arg("--out")
             .arg(out.path())
             .output()
