@@ -678,11 +678,12 @@ fn embed_pending(
         for (offset, (key, _)) in embedded.iter().enumerate() {
             let slot = (first + offset) as u32;
             manifest.slot_keys.push(split_hash(*key));
-            for &chunk in to_embed.waiting(key) {
+            let chunks = to_embed.waiting(key);
+            for &chunk in chunks {
                 manifest.chunks[chunk].slot = slot;
             }
-            done += to_embed.waiting(key).len();
-            stats.embedded += to_embed.waiting(key).len();
+            done += chunks.len();
+            stats.embedded += chunks.len();
         }
         manifest.vector_slots = appender.slots() as u64;
         progress(Progress::Embedding { done, total });
