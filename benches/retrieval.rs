@@ -5,7 +5,8 @@
 //! `bash benches/retrieval/build.sh [--quick]` builds the data; then
 //! `cargo bench --bench retrieval -- [--quick] [--model NAME] [--json OUT] [--check [--floor chunk_r5=X,chunk_mrr=Y,file_r1=Z]] [--no-baseline]`
 //! `cargo bench --bench retrieval -- --header none|symbol|path --chunk-tokens N` evaluates an
-//! indexing variant (embedding header, chunk budget) with hybrid/dense/lexical only.
+//! indexing variant (embedding header, chunk budget) with hybrid/dense/lexical only; so does
+//! `--vectors int8` (the vector file in int8, converted from a copy of the f32 index).
 //! `--split tune|test` evaluates one half of `benches/retrieval/split.json` (issue 16: choices
 //! are made on TUNE, TEST is only reported). `--data DIR` reads another dataset of the same
 //! format (e.g. `scripts/training/build_fusion_data.sh`'s training packages), and
@@ -31,7 +32,7 @@ use raggrep::chunk::EmbedHeader;
 mod static_tier;
 
 use raggrep::embed::{Assets, EmbedOptions, Embedder, OnnxEmbedder, QueryEncoder, Vector};
-use raggrep::index::{self, IndexLocation, IndexOptions, Snapshot};
+use raggrep::index::{self, IndexLocation, IndexOptions, Snapshot, VectorEncoding};
 use raggrep::search::{Fusion, Mode, Query, search_with_vector};
 use raggrep::walk::{WalkOptions, read_source, walk};
 use serde::Deserialize;
@@ -125,6 +126,18 @@ impl Baseline {
     }
 }
 
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
     let quick = args.iter().any(|a| a == "--quick");
@@ -151,12 +164,17 @@ fn main() {
         // Static vectors must never reach the machine-wide cache under the model's id.
         options.shared_cache = None;
     }
-    let variant = arg("--chunk-tokens").is_some() || arg("--header").is_some() || static_tier;
+    // --vectors int8: the same index with its vector file converted (a copy of the f32 index,
+    // when there is one, so no chunk is embedded again).
+    options.vectors = arg("--vectors").map(|name| VectorEncoding::parse(&name).expect("--vectors f32|int8"));
+    let variant =
+        arg("--chunk-tokens").is_some() || arg("--header").is_some() || static_tier || options.vectors.is_some();
     let variant_name = format!(
-        "h-{:?}-t{}{}",
+        "h-{:?}-t{}{}{}",
         options.chunk.header,
         options.chunk.max_tokens,
-        if static_tier { "-static" } else { "" }
+        if static_tier { "-static" } else { "" },
+        options.vectors.map(|v| format!("-{}", v.name())).unwrap_or_default()
     )
     .to_lowercase();
     let data = match arg("--data") {
@@ -285,6 +303,13 @@ fn main() {
         };
         let set = format!("{}{set}", dataset.as_deref().unwrap_or(""));
         let index_dir = bench_dir().join("indexes").join(&model_id).join(set).join(package);
+        if options.vectors.is_some() && !index_dir.exists() {
+            let plain = format!("{}{}", dataset.as_deref().unwrap_or(""), if quick { "quick" } else { "full" });
+            let source = bench_dir().join("indexes").join(&model_id).join(plain).join(package);
+            if source.is_dir() {
+                copy_dir(&source, &index_dir);
+            }
+        }
         let location = IndexLocation::new(&corpus, Some(&index_dir)).unwrap();
         let t = Instant::now();
         let stats = index::update(&location, index_embedder, &options, &mut |_| {}).unwrap();

@@ -1,5 +1,7 @@
 //! A 100k-chunk index: bytes on disk per chunk (by part), warm start (open an existing index to
-//! the first dense and lexical answers, in a fresh process) and that process's peak RSS.
+//! the first dense and lexical answers, in a fresh process) and that process's peak RSS; then
+//! the same index converted to int8 vectors, measured the same way, with the dense top 10 of
+//! both against an exact f32 scan.
 //!
 //! `cargo bench --bench scale_index -- [--chunks 100000] [--keep DIR]`
 //!
@@ -14,8 +16,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use raggrep::embed::Vector;
 use raggrep::embed::{Embedder, FakeEmbedder};
-use raggrep::index::{IndexLocation, IndexOptions, Progress, Snapshot, update};
+use raggrep::index::{IndexLocation, IndexOptions, Progress, Snapshot, VectorEncoding, update};
 use raggrep::search::{Mode, Query, search};
 
 const DIM: usize = 384;
@@ -77,6 +80,18 @@ fn capitalise(word: &str) -> String {
     chars.next().map(|c| c.to_ascii_uppercase().to_string() + chars.as_str()).unwrap_or_default()
 }
 
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
 fn dir_bytes(dir: &Path, prefix: &str) -> u64 {
     let mut total = 0;
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
@@ -102,10 +117,10 @@ fn peak_rss_kb() -> u64 {
 }
 
 /// Child mode: open the index and answer one dense and one lexical query; print JSON.
-fn open_and_answer(root: &Path) {
+fn open_and_answer(root: &Path, index_dir: &Path) {
     let embedder = FakeEmbedder::new(DIM);
     let query = embedder.embed_query("check the token against the limit").unwrap();
-    let location = IndexLocation::new(root, None).unwrap();
+    let location = IndexLocation::new(root, Some(index_dir)).unwrap();
     let t = Instant::now();
     let snapshot = Snapshot::open(&location).unwrap();
     let open_ms = t.elapsed().as_secs_f64() * 1000.0;
@@ -145,8 +160,8 @@ fn open_and_answer(root: &Path) {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
     let get = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
-    if let Some(root) = get("--open") {
-        open_and_answer(Path::new(&root));
+    if let (Some(root), Some(index_dir)) = (get("--open"), get("--index-dir")) {
+        open_and_answer(Path::new(&root), Path::new(&index_dir));
         return;
     }
     let chunks: usize = get("--chunks").and_then(|v| v.parse().ok()).unwrap_or(100_000);
@@ -176,46 +191,134 @@ fn main() {
         );
     }
     let index_dir = location.dir.clone();
-    // Warm start in fresh processes (the page cache is warm after the first, as for an editor
-    // reopening a workspace); keep the median of three.
+    let f32_run = warm_start(&root, &index_dir);
+    let f32_parts = parts(&index_dir);
+    // The same index with its vector file in int8 (`raggrep index --vectors int8`), measured the
+    // same way, and the dense top 10 of both against an exact f32 scan.
+    let probes: Vec<Vector> = (0..50)
+        .map(|i| {
+            let text = format!(
+                "{} the {} {}",
+                WORDS[i % WORDS.len()],
+                WORDS[(i * 11 + 3) % WORDS.len()],
+                WORDS[(i * 5) % WORDS.len()]
+            );
+            FakeEmbedder::new(DIM).embed_query(&text).unwrap()
+        })
+        .collect();
+    let top10 = |location: &IndexLocation, exact: bool| -> Vec<Vec<usize>> {
+        let snapshot = Snapshot::open(location).unwrap();
+        probes.iter().map(|q| snapshot.dense_search(q, 10, None, exact).into_iter().map(|h| h.0).collect()).collect()
+    };
+    let truth = top10(&location, true);
+    let f32_graph = top10(&location, false);
+    // A copy of the index is converted, so a kept tree stays f32 for the next run.
+    let int8_dir = root.with_extension("int8-index");
+    let _ = std::fs::remove_dir_all(&int8_dir);
+    copy_dir(&index_dir, &int8_dir);
+    let int8_location = IndexLocation::new(&root, Some(&int8_dir)).unwrap();
+    let t = Instant::now();
+    let options = IndexOptions { vectors: Some(VectorEncoding::Int8), ..IndexOptions::default() };
+    update(&int8_location, &FakeEmbedder::new(DIM), &options, &mut |_| {}).unwrap();
+    let convert_s = t.elapsed().as_secs_f64();
+    // Once more, so the f32 file the previous generation kept for its readers is collected.
+    update(&int8_location, &FakeEmbedder::new(DIM), &IndexOptions::default(), &mut |_| {}).unwrap();
+    let int8_exact = top10(&int8_location, true);
+    let int8_graph = top10(&int8_location, false);
+    let recall = |found: &[Vec<usize>]| -> f64 {
+        let hits: usize = found.iter().zip(&truth).map(|(f, t)| f.iter().filter(|c| t.contains(c)).count()).sum();
+        hits as f64 / (truth.len() * 10) as f64
+    };
+    let int8_run = warm_start(&root, &int8_dir);
+    let int8_parts = parts(&int8_dir);
+
+    let n = f32_run["chunks"].as_u64().unwrap() as f64;
+    let ms = |run: &serde_json::Value, key: &str| run[key].as_f64().unwrap();
+    println!("| {} chunks ({} in the graph) | f32 vectors | int8 vectors |", f32_run["chunks"], f32_run["ann_slots"]);
+    println!("|---|---:|---:|");
+    for (name, key) in
+        [("open snapshot", "open_ms"), ("first dense answer", "dense_ms"), ("first lexical answer", "lexical_ms")]
+    {
+        println!("| {name} | {:.2} ms | {:.2} ms |", ms(&f32_run, key), ms(&int8_run, key));
+    }
+    let first = |run: &serde_json::Value| ms(run, "open_ms") + ms(run, "dense_ms") + ms(run, "lexical_ms");
+    println!("| **warm start to first answers** | **{:.1} ms** | **{:.1} ms** |", first(&f32_run), first(&int8_run));
+    println!(
+        "| peak RSS of that process | {:.0} MB | {:.0} MB |",
+        ms(&f32_run, "peak_rss_kb") / 1024.0,
+        ms(&int8_run, "peak_rss_kb") / 1024.0
+    );
+    println!(
+        "| dense top 10 vs exact f32 scan (50 queries), graph | {:.3} | {:.3} |",
+        recall(&f32_graph),
+        recall(&int8_graph)
+    );
+    println!("| dense top 10 vs exact f32 scan, exact scan | 1.000 | {:.3} |", recall(&int8_exact));
+    println!();
+    println!("Converting to int8 (one update, the graph kept): {convert_s:.1} s.");
+    println!();
+    println!(
+        "| query at {} chunks (60 queries, trigram query embedding) | f32 p50 / p95 ms | int8 p50 / p95 ms |",
+        f32_run["chunks"]
+    );
+    println!("|---|---:|---:|");
+    for (mode, times) in f32_run["modes"].as_object().unwrap() {
+        let other = &int8_run["modes"][mode];
+        println!(
+            "| {mode} | {:.2} / {:.2} | {:.2} / {:.2} |",
+            times[0].as_f64().unwrap(),
+            times[1].as_f64().unwrap(),
+            other[0].as_f64().unwrap(),
+            other[1].as_f64().unwrap()
+        );
+    }
+    println!();
+    println!("| on disk | f32: MB | bytes/chunk | int8: MB | bytes/chunk |");
+    println!("|---|---:|---:|---:|---:|");
+    for ((name, a), (_, b)) in f32_parts.iter().zip(&int8_parts) {
+        println!(
+            "| {name} | {:.1} | {:.0} | {:.1} | {:.0} |",
+            *a as f64 / 1e6,
+            *a as f64 / n,
+            *b as f64 / 1e6,
+            *b as f64 / n
+        );
+    }
+}
+
+/// Warm start in fresh processes (the page cache is warm after the first, as for an editor
+/// reopening a workspace); the median of three.
+fn warm_start(root: &Path, index_dir: &Path) -> serde_json::Value {
     let mut runs: Vec<serde_json::Value> = (0..3)
         .map(|_| {
-            let out =
-                std::process::Command::new(std::env::current_exe().unwrap()).arg("--open").arg(&root).output().unwrap();
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .arg("--open")
+                .arg(root)
+                .arg("--index-dir")
+                .arg(index_dir)
+                .output()
+                .unwrap();
             assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
             serde_json::from_slice(&out.stdout).unwrap()
         })
         .collect();
     runs.sort_by(|a, b| a["open_ms"].as_f64().unwrap().total_cmp(&b["open_ms"].as_f64().unwrap()));
-    let run = &runs[1];
-    let n = run["chunks"].as_u64().unwrap() as f64;
-    let parts = [
-        ("manifest (rkyv)", dir_bytes(&index_dir, "manifest-")),
-        ("vectors (f32)", dir_bytes(&index_dir, "vectors-")),
-        ("HNSW graph", dir_bytes(&index_dir, "ann-")),
-        ("lexical (tantivy)", dir_bytes(&index_dir, "lexical")),
+    runs.swap_remove(1)
+}
+
+/// Bytes on disk by part, and the total.
+fn parts(index_dir: &Path) -> Vec<(&'static str, u64)> {
+    let mut parts = vec![
+        // The current generation's manifest (the previous one stays until the next update).
+        (
+            "manifest (rkyv)",
+            std::fs::read_to_string(index_dir.join("CURRENT")).map_or(0, |name| dir_bytes(index_dir, name.trim())),
+        ),
+        ("vectors", dir_bytes(index_dir, "vectors-")),
+        ("HNSW graph", dir_bytes(index_dir, "ann-")),
+        ("lexical (tantivy)", dir_bytes(index_dir, "lexical")),
     ];
-    let total: u64 = parts.iter().map(|p| p.1).sum();
-    println!("| {} chunks ({} in the graph) | value |", run["chunks"], run["ann_slots"]);
-    println!("|---|---:|");
-    println!("| open snapshot | {:.1} ms |", run["open_ms"].as_f64().unwrap());
-    println!("| first dense answer | {:.2} ms |", run["dense_ms"].as_f64().unwrap());
-    println!("| first lexical answer | {:.2} ms |", run["lexical_ms"].as_f64().unwrap());
-    println!(
-        "| **warm start to first answers** | **{:.1} ms** |",
-        run["open_ms"].as_f64().unwrap() + run["dense_ms"].as_f64().unwrap() + run["lexical_ms"].as_f64().unwrap()
-    );
-    println!("| peak RSS of that process | {:.0} MB |", run["peak_rss_kb"].as_f64().unwrap() / 1024.0);
-    println!();
-    println!("| query at {} chunks (60 queries, trigram query embedding) | p50 ms | p95 ms |", run["chunks"]);
-    println!("|---|---:|---:|");
-    for (mode, times) in run["modes"].as_object().unwrap() {
-        println!("| {mode} | {:.2} | {:.2} |", times[0].as_f64().unwrap(), times[1].as_f64().unwrap());
-    }
-    println!();
-    println!("| on disk | MB | bytes/chunk |");
-    println!("|---|---:|---:|");
-    for (name, bytes) in parts.iter().chain([("**total**", total)].iter()) {
-        println!("| {name} | {:.1} | {:.0} |", *bytes as f64 / 1e6, *bytes as f64 / n);
-    }
+    let total = parts.iter().map(|p| p.1).sum();
+    parts.push(("**total**", total));
+    parts
 }

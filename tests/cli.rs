@@ -241,6 +241,83 @@ fn status_reports_the_index() {
 }
 
 #[test]
+fn int8_vectors_answer_the_same_queries_in_a_quarter_of_the_bytes() {
+    let ws = Workspace::polyglot();
+    ws.index();
+    let status = |ws: &Workspace| -> Value { serde_json::from_slice(&ws.ok(&["status", "--json"]).stdout).unwrap() };
+    let before = status(&ws);
+    assert_eq!(before["vector_encoding"], "f32");
+    let cases = [
+        ("check whether an API token is still valid", "src/auth.py", "validate_token"),
+        ("compute a checksum of some bytes", "src/checksum.rs", "adler32"),
+        ("start the web server listening on a port", "svc/server.go", "Serve"),
+        ("multiply two matrices", "lib/matrix.c", "matmul"),
+    ];
+    let top3 = |ws: &Workspace| -> Vec<Vec<(String, String)>> {
+        cases.iter().map(|(query, _, _)| hits(&ws.query(&["-k", "3", query]))).collect()
+    };
+    let f32_hits = top3(&ws);
+
+    let converted: Value =
+        serde_json::from_slice(&ws.ok(&["index", ".", "--vectors", "int8", "--json"]).stdout).unwrap();
+    assert_eq!(converted["embedded"], 0, "a conversion runs no model: {converted}");
+    let after = status(&ws);
+    assert_eq!(after["vector_encoding"], "int8");
+    assert_eq!(after["vectors"], before["vectors"]);
+    let vectors = after["vectors"].as_u64().unwrap();
+    let saved = before["bytes_on_disk"].as_u64().unwrap() as i64 - after["bytes_on_disk"].as_u64().unwrap() as i64;
+    // 1,536 bytes a vector become 388.
+    assert!(saved as f64 >= 0.9 * (vectors * (1536 - 388)) as f64, "saved {saved} bytes on {vectors} vectors");
+    assert!(
+        fs::read_dir(ws.root().join(".raggrep"))
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().ends_with(".i8"))
+    );
+    let int8_hits = top3(&ws);
+    for (((query, path, symbol), f32_top), int8_top) in cases.iter().zip(&f32_hits).zip(&int8_hits) {
+        assert!(int8_top.iter().any(|(p, s)| p == path && s == symbol), "{query:?}: {int8_top:?}");
+        assert_eq!(int8_top[0], f32_top[0], "{query:?}: the best hit moved");
+    }
+
+    // Later updates keep the encoding; the text status names it.
+    ws.write("src/extra.py", "def shout(text):\n    return text.upper() + '!'\n");
+    let update = ws.index();
+    assert_eq!(update["embedded"], 1, "{update}");
+    assert_eq!(status(&ws)["vector_encoding"], "int8");
+    let text = String::from_utf8(ws.ok(&["status"]).stdout).unwrap();
+    assert!(text.lines().any(|l| l.starts_with("vectors:") && l.contains("int8")), "{text}");
+
+    // A damaged int8 file is caught by its checksums like an f32 one: the damaged block's
+    // chunks are embedded again, the encoding stays.
+    for path in index_files(ws.root(), "vectors-").iter().filter(|p| p.extension().is_some_and(|e| e == "i8")) {
+        let mut bytes = fs::read(path).unwrap();
+        bytes[5] ^= 0x40;
+        fs::write(path, bytes).unwrap();
+    }
+    let damaged = ws.query(&["-k", "3", cases[0].0]);
+    assert!(damaged["degraded"].as_str().is_some_and(|d| d.contains("damaged block")), "{damaged}");
+    let repaired = ws.index();
+    assert!(repaired["embedded"].as_u64().unwrap() >= 1, "{repaired}");
+    let healed = ws.query(&["-k", "3", cases[0].0]);
+    assert!(healed["degraded"].is_null(), "{healed}");
+    assert!(has_hit(&healed, cases[0].1, cases[0].2), "{:?}", hits(&healed));
+    assert_eq!(status(&ws)["vector_encoding"], "int8");
+
+    let bad = ws.raggrep(&["index", ".", "--vectors", "f16"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("use f32 or int8"),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
+
+    ws.ok(&["index", ".", "--vectors", "f32"]);
+    assert_eq!(status(&ws)["vector_encoding"], "f32");
+    assert!(has_hit(&ws.query(&["-k", "3", cases[0].0]), cases[0].1, cases[0].2));
+}
+
+#[test]
 fn incremental_updates_follow_edits_adds_renames_and_deletes() {
     let ws = Workspace::polyglot();
     let first = ws.index();

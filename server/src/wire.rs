@@ -776,6 +776,7 @@ mod tests {
             model: "all-minilm-l6-v2-int8".into(),
             dim: 384,
             vectors: 860,
+            vector_encoding: crate::index::VectorEncoding::F32,
             dead_vectors: 10,
             ann_slots: 850,
             lexical_docs: 900,

@@ -61,6 +61,10 @@ enum Command {
         /// Compact the vector file from this many dead slots on (tests and crash loops).
         #[arg(long, default_value_t = index::COMPACT_MIN_DEAD, hide = true)]
         compact_min_dead: usize,
+        /// How the index stores vectors: f32, or int8 (a quarter of the bytes; recall in
+        /// BENCHMARKS.md). Converts an existing index; later updates keep its encoding.
+        #[arg(long, value_name = "f32|int8", value_parser = vector_encoding)]
+        vectors: Option<index::VectorEncoding>,
     },
     /// Search the index. QUERY `-` reads one query per line from stdin (JSON Lines out).
     Query {
@@ -294,6 +298,11 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
     })
 }
 
+/// `--vectors`: an encoding name.
+fn vector_encoding(text: &str) -> Result<index::VectorEncoding, String> {
+    index::VectorEncoding::parse(text).ok_or_else(|| format!("{text:?}: use f32 or int8"))
+}
+
 /// `--min-score`: a finite number (NaN would silently drop every result).
 fn finite_score(text: &str) -> Result<f32, String> {
     match text.trim().parse::<f32>() {
@@ -307,7 +316,7 @@ fn dispatch(cli: Cli) -> Result<()> {
     let model = cli.model.as_deref();
     let ort = cli.ort_dylib.as_deref();
     match cli.command {
-        Command::Index { path, location, walk, json, commit_every, ann_min_slots, compact_min_dead } => {
+        Command::Index { path, location, walk, json, commit_every, ann_min_slots, compact_min_dead, vectors } => {
             let location = IndexLocation::new(&path, location.index_dir.as_deref())?;
             let embedder = load_embedder(model, ort)?;
             let options = IndexOptions {
@@ -316,6 +325,7 @@ fn dispatch(cli: Cli) -> Result<()> {
                     .unwrap_or(std::time::Duration::MAX),
                 ann_min_slots,
                 compact_min_dead,
+                vectors,
                 shared_cache: index::SharedCacheConfig::from_env(),
                 ..IndexOptions::default()
             };

@@ -44,7 +44,14 @@ pub fn print_status(out: &mut impl Write, s: &IndexStats) -> io::Result<()> {
     writeln!(out, "files:         {} ({} skipped)", s.files, s.skipped)?;
     writeln!(out, "chunks:        {} ({} embedded, {} pending)", s.chunks, s.embedded, s.pending)?;
     writeln!(out, "model:         {} ({}-d)", s.model, s.dim)?;
-    writeln!(out, "vectors:       {} ({} dead, {} in the HNSW graph)", s.vectors, s.dead_vectors, s.ann_slots)?;
+    writeln!(
+        out,
+        "vectors:       {} {} ({} dead, {} in the HNSW graph)",
+        s.vectors,
+        s.vector_encoding.name(),
+        s.dead_vectors,
+        s.ann_slots
+    )?;
     writeln!(out, "on disk:       {}", mb(s.bytes_on_disk))?;
     writeln!(out, "memory (est.): {}", mb(s.memory_estimate_bytes))?;
     let ago = std::time::SystemTime::now()

@@ -97,7 +97,7 @@ pub struct Ann {
 impl Ann {
     /// Builds a graph over every slot for which `live` is true.
     pub fn build(vectors: &VectorFile, live: &dyn Fn(usize) -> bool) -> Ann {
-        Self::build_from(vectors.as_slice(), vectors.dim(), live)
+        Self::build_from(&vectors.decoded(), vectors.dim(), live)
     }
 
     /// Builds a graph over `vectors` (slots × `dim` floats, unit length), ids = slot numbers.
@@ -540,10 +540,25 @@ impl Ann {
         filter: Option<&dyn Fn(usize) -> bool>,
     ) -> Vec<(usize, f32)> {
         let dim = query.len();
-        if self.slots == 0 || k == 0 || dim == 0 || vectors.len() < self.slots * dim {
+        if dim == 0 || vectors.len() < self.slots * dim {
             return Vec::new();
         }
-        let sim = |slot: u32| crate::embed::dot(query, &vectors[slot as usize * dim..(slot as usize + 1) * dim]);
+        self.search_by(&|slot| crate::embed::dot(query, &vectors[slot * dim..(slot + 1) * dim]), k, ef, filter)
+    }
+
+    /// [`Ann::search`] with the similarity of the query to a slot given by `similarity` (for
+    /// vectors stored in another encoding than f32). Every slot below `slots()` must have one.
+    pub fn search_by(
+        &self,
+        similarity: &dyn Fn(usize) -> f32,
+        k: usize,
+        ef: usize,
+        filter: Option<&dyn Fn(usize) -> bool>,
+    ) -> Vec<(usize, f32)> {
+        if self.slots == 0 || k == 0 {
+            return Vec::new();
+        }
+        let sim = |slot: u32| similarity(slot as usize);
         // Greedy descent through the upper layers.
         let (mut best, mut best_sim) = (self.entry, sim(self.entry));
         for layer in (1..self.layers.len()).rev() {

@@ -38,6 +38,7 @@ pub use lexical::{LexicalHit, code_tokens, query_terms};
 pub use manifest::FORMAT_VERSION;
 pub use shared_cache::{SharedCache, SharedCacheConfig};
 pub use update::{COMPACT_MIN_DEAD, IndexOptions, Progress, UpdateStats, update};
+pub use vectors::Encoding as VectorEncoding;
 
 use lexical::LexicalIndex;
 use manifest::{MappedManifest, NO_SLOT, join_hash};
@@ -149,6 +150,8 @@ pub struct IndexStats {
     pub model: String,
     pub dim: usize,
     pub vectors: usize,
+    /// How the vector file stores them: `f32` or `int8` (`raggrep index --vectors`).
+    pub vector_encoding: vectors::Encoding,
     pub dead_vectors: usize,
     pub ann_slots: usize,
     pub lexical_docs: u64,
@@ -388,7 +391,7 @@ impl Snapshot {
         if self.damaged_blocks().binary_search(&(slot / vectors::BLOCK_SLOTS)).is_ok() {
             return None;
         }
-        self.vectors.get(slot).map(|v| Vector::normalized(v.to_vec()))
+        self.vectors.get(slot).map(|v| Vector::normalized(v.into_owned()))
     }
 
     /// Best chunks by cosine similarity to `query`, among chunks accepted by `accept`.
@@ -419,15 +422,17 @@ impl Snapshot {
             }
         };
         // Duplicate chunks share a slot, so ask for a few more slots than chunks wanted.
-        let mut scored: Vec<(usize, f32)> = match (self.ann.as_ref().map(|(_, a)| a), exact || accept.is_some()) {
+        // A graph over more slots than the file holds would be damage: scan exactly instead.
+        let ann = self.ann.as_ref().map(|(_, a)| a).filter(|a| a.slots() <= self.vectors.len());
+        let mut scored: Vec<(usize, f32)> = match (ann, exact || accept.is_some()) {
             (Some(ann), false) => {
                 // Filtering inside the graph search costs time; skip it when every slot it
                 // covers is live.
                 let covered_all_live = self.dead_in_graph == 0 && damaged.is_empty();
                 let filter: &dyn Fn(usize) -> bool = &slot_ok;
-                let mut found = ann.search(
-                    self.vectors.as_slice(),
-                    query.as_slice(),
+                let q = query.as_slice();
+                let mut found = ann.search_by(
+                    &|slot| self.vectors.dot(slot, q),
                     limit,
                     ann::EF_SEARCH,
                     (!covered_all_live).then_some(filter),
@@ -466,13 +471,11 @@ impl Snapshot {
         limit: usize,
         slot_ok: &dyn Fn(usize) -> bool,
     ) -> Vec<(usize, f32)> {
-        let dim = self.dim();
-        let all = self.vectors.as_slice();
         let q = query.as_slice();
         let mut best: Vec<(usize, f32)> = Vec::with_capacity(limit + 1);
         let mut floor = f32::NEG_INFINITY;
         for slot in slots {
-            let score = crate::embed::dot(q, &all[slot * dim..(slot + 1) * dim]);
+            let score = self.vectors.dot(slot, q);
             // Unit vectors give scores in [-1, 1]; anything else is damage, never a best match.
             if !score.is_finite() || (best.len() >= limit && score <= floor) {
                 continue;
@@ -543,6 +546,7 @@ impl Snapshot {
             model: m.model_id.as_str().to_string(),
             dim: self.dim(),
             vectors,
+            vector_encoding: self.vectors.encoding(),
             dead_vectors: vectors - live,
             ann_slots,
             lexical_docs: self.lexical.as_ref().map_or(0, |l| l.num_docs()),

@@ -23,7 +23,7 @@ use super::manifest::{
     self, AnnEntry, ChunkEntry, FileEntry, Manifest, MappedManifest, NO_SLOT, SkippedEntry, join_hash, split_hash,
 };
 use super::shared_cache::{SharedCache, SharedCacheConfig};
-use super::vectors::{BLOCK_SLOTS, VectorAppender, VectorFile};
+use super::vectors::{BLOCK_SLOTS, Encoding, VectorAppender, VectorFile};
 use super::{ANN_MIN_SLOTS, Ann, CURRENT, IndexError, IndexLocation, LEXICAL_DIR, read_current};
 use crate::chunk::{Chunk, ChunkConfig, ChunkKind, ContentHash, EmbedHeader, chunk_file, embedding_text};
 use crate::embed::{Embedder, ModelInfo, Vector};
@@ -60,6 +60,9 @@ pub struct IndexOptions {
     /// (front doors pass [`SharedCacheConfig::from_env`]; `None`: the model embeds everything
     /// this index lacks).
     pub shared_cache: Option<SharedCacheConfig>,
+    /// How the vector file stores vectors. `None` keeps the index's encoding (f32 for a new
+    /// index); a different one converts the file at this update (as a compaction does).
+    pub vectors: Option<Encoding>,
     /// Only these root-relative paths may have changed (an editor's save, a watcher's event):
     /// the update reads them and takes every other file from the previous index without
     /// walking the tree. Falls back to a full walk when that cannot be trusted (a path new to
@@ -81,6 +84,7 @@ impl Default for IndexOptions {
             compact_min_dead: COMPACT_MIN_DEAD,
             embed: true,
             shared_cache: None,
+            vectors: None,
             only_paths: None,
         }
     }
@@ -342,7 +346,7 @@ impl Base {
                 Manifest {
                     model_id: info.id.clone(),
                     dim: info.dim as u32,
-                    vectors_file: "vectors-00000000.f32".into(),
+                    vectors_file: options.vectors.unwrap_or(Encoding::F32).file_name(0),
                     ..Manifest::default()
                 },
                 None,
@@ -1096,10 +1100,21 @@ fn maintain_vectors(
     }
     let live_count = live.iter().filter(|&&l| l).count();
     let dead = slots - live_count;
-    if dead >= options.compact_min_dead.max(1) && dead * 10 >= slots * 3 {
-        // Compaction: copy the live vectors into a new file, renumber the slots.
+    let encoding = Encoding::of_file(&manifest.vectors_file).unwrap_or(Encoding::F32);
+    let wanted = options.vectors.unwrap_or(encoding);
+    if wanted != encoding || (dead >= options.compact_min_dead.max(1) && dead * 10 >= slots * 3) {
+        // Compaction (or a change of encoding): copy the live vectors into a new file,
+        // renumber the slots.
+        if wanted != encoding {
+            tracing::info!(
+                from = encoding.name(),
+                to = wanted.name(),
+                vectors = live_count,
+                "converting the vector file"
+            );
+        }
         let old = VectorFile::open(&dir.join(&manifest.vectors_file), dim, slots)?;
-        let name = format!("vectors-{:08}.f32", manifest.generation + 1);
+        let name = wanted.file_name(manifest.generation + 1);
         let path = dir.join(&name);
         let _ = fs::remove_file(&path);
         let mut appender = VectorAppender::open(&path, dim, 0)?;
@@ -1110,7 +1125,7 @@ fn maintain_vectors(
             remap[slot] = keys.len() as u32;
             keys.push(manifest.slot_keys[slot]);
             if let Some(v) = old.get(slot) {
-                batch.push(crate::embed::Vector::normalized(v.to_vec()));
+                batch.push(crate::embed::Vector::normalized(v.into_owned()));
             }
             if batch.len() >= 4096 {
                 appender.append(&batch)?;
@@ -1128,7 +1143,11 @@ fn maintain_vectors(
         manifest.vectors_file = name;
         manifest.vector_slots = live_count as u64;
         manifest.vector_checksums.clear();
-        manifest.ann = None;
+        // Without dead slots the numbering is unchanged (a pure change of encoding), so the
+        // graph still fits: it was built from the same vectors, at most rounded.
+        if dead > 0 {
+            manifest.ann = None;
+        }
         live = vec![true; live_count];
     }
     let slots = manifest.vector_slots as usize;
@@ -1158,7 +1177,7 @@ fn maintain_vectors(
             }
             progress(Progress::ExtendingAnn { vectors: slots, new: uncovered });
             let vectors = VectorFile::open(&vectors_path, dim, slots)?;
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ann.extend(vectors.as_slice(), dim, &is_live)))
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ann.extend(&vectors.decoded(), dim, &is_live)))
         }
         None => {
             progress(Progress::BuildingAnn { vectors: slots });
@@ -1202,7 +1221,7 @@ fn collect_garbage(dir: &Path, current: &Manifest, previous_name: Option<&str>) 
         // Only the index's own file names: other files may share the directory (a vector store
         // the user placed there, `config.toml`).
         let ours = (name.starts_with("manifest-") && name.ends_with(".rkyv"))
-            || (name.starts_with("vectors-") && name.ends_with(".f32"))
+            || (name.starts_with("vectors-") && Encoding::of_file(&name).is_some())
             || (name.starts_with("ann-") && name.ends_with(".graph"));
         let stale_temp = name.starts_with('.') && name.contains(".tmp-") && abandoned_temp(&name, &entry.path());
         let kept = keep.iter().any(|k| name == *k || *name == Ann::file_name(k));
@@ -1278,6 +1297,68 @@ mod tests {
         let snapshot = crate::index::Snapshot::open(&location).unwrap();
         assert_eq!(snapshot.stats().embedded, snapshot.stats().chunks);
         assert_eq!(snapshot.stats().files, 2);
+    }
+
+    #[test]
+    fn the_vector_encoding_converts_once_and_then_sticks() {
+        let root = tempfile::tempdir().unwrap();
+        for i in 0..6 {
+            fs::write(root.path().join(format!("m{i}.py")), format!("def f{i}(x):\n    return x * {i}\n")).unwrap();
+        }
+        let location = IndexLocation::new(root.path(), None).unwrap();
+        let embedder = crate::embed::FakeEmbedder::new(16);
+        let options = IndexOptions { shared_cache: None, ann_min_slots: 2, ..IndexOptions::default() };
+        let run = |options: &IndexOptions| update(&location, &embedder, options, &mut |_| {}).unwrap();
+        let vector_files = || {
+            let mut names: Vec<String> = fs::read_dir(&location.dir)
+                .unwrap()
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("vectors-"))
+                .collect();
+            names.sort();
+            names
+        };
+        run(&options);
+        use crate::index::Snapshot;
+        let f32_snapshot = Snapshot::open(&location).unwrap();
+        let f32_stats = f32_snapshot.stats();
+        assert_eq!(f32_stats.vector_encoding, Encoding::F32);
+        let query = f32_snapshot.chunk_vector(0).unwrap();
+        let f32_top: Vec<usize> = f32_snapshot.dense_search(&query, 3, None, true).into_iter().map(|h| h.0).collect();
+
+        let stats = run(&IndexOptions { vectors: Some(Encoding::Int8), ..options.clone() });
+        assert_eq!(stats.embedded, 0, "a conversion embeds nothing: {stats:?}");
+        let int8 = Snapshot::open(&location).unwrap();
+        let int8_stats = int8.stats();
+        assert_eq!((int8_stats.vector_encoding, int8_stats.vectors), (Encoding::Int8, f32_stats.vectors));
+        assert_eq!(vector_files().iter().filter(|n| n.ends_with(".i8")).count(), 1, "{:?}", vector_files());
+        let int8_top: Vec<usize> = int8.dense_search(&query, 3, None, true).into_iter().map(|h| h.0).collect();
+        assert_eq!(int8_top[0], f32_top[0], "the chunk itself stays its own best match");
+        // The graph survives a pure conversion and searches the int8 vectors.
+        assert_eq!(int8_stats.ann_slots, f32_stats.ann_slots);
+        assert!(int8_stats.ann_slots > 0, "{int8_stats:?}");
+        let graph_top = int8.dense_search(&query, 3, None, false);
+        assert_eq!(graph_top[0].0, f32_top[0]);
+        assert!((graph_top[0].1 - 1.0).abs() < 0.01, "{graph_top:?}");
+        drop((f32_snapshot, int8));
+
+        // An update that does not ask keeps int8, and new vectors are appended as int8.
+        fs::write(root.path().join("m0.py"), "def f0(x):\n    return x - 100\n").unwrap();
+        let stats = run(&options);
+        assert_eq!(stats.embedded, 1, "{stats:?}");
+        let kept = Snapshot::open(&location).unwrap();
+        assert_eq!(kept.stats().vector_encoding, Encoding::Int8);
+        assert!(kept.chunk_vector(0).is_some());
+        drop(kept);
+
+        // And back: the f32 file holds the int8 values, so nothing is embedded either.
+        let stats = run(&IndexOptions { vectors: Some(Encoding::F32), ..options.clone() });
+        assert_eq!(stats.embedded, 0, "{stats:?}");
+        let back = Snapshot::open(&location).unwrap();
+        assert_eq!(back.stats().vector_encoding, Encoding::F32);
+        assert!(back.stats().bytes_on_disk > 0);
+        assert!(vector_files().iter().all(|n| n.ends_with(".f32") || n.ends_with(".i8")), "{:?}", vector_files());
     }
 
     #[test]
