@@ -90,6 +90,9 @@ bash benches/retrieval/build.sh --quick
 # R@1 0.701 with the query model + learned fusion; 0.575 / 0.461 / 0.724 on an AVX2-only CPU,
 # whose int8 kernels compute slightly different vectors): a real ranking regression fails the run.
 cargo test --locked --bench retrieval -- --quick --check --floor chunk_r5=0.48,chunk_mrr=0.39,file_r1=0.64
+# The same indexes with int8 vectors (`raggrep index --vectors int8`; converted copies, no model
+# run, ~10 s): the same floors (0.575 / 0.461 / 0.724 here, as f32).
+cargo test --locked --bench retrieval -- --quick --vectors int8 --check --floor chunk_r5=0.48,chunk_mrr=0.39,file_r1=0.64
 
 step "performance benchmarks, quick mode (they run; no timing is asserted)"
 cargo test --locked --bench ann_scale -- --sizes 3000 --queries 20 --ef 32,96 --insert 300
