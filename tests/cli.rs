@@ -241,6 +241,27 @@ fn status_reports_the_index() {
 }
 
 #[test]
+fn index_json_says_when_lexical_and_semantic_answers_came() {
+    let ws = Workspace::polyglot();
+    let first = ws.index();
+    let (lexical, semantic, total) = (
+        first["seconds_to_lexical"].as_f64().unwrap(),
+        first["seconds_to_semantic"].as_f64().unwrap(),
+        first["seconds"].as_f64().unwrap(),
+    );
+    assert!(0.0 < lexical && lexical <= semantic && semantic <= total, "{first}");
+    // Nothing new to embed: no semantic moment to report.
+    let again = ws.index();
+    assert_eq!(again["embedded"], 0, "{again}");
+    assert!(again.get("seconds_to_semantic").is_none(), "{again}");
+    // A save's one new text is published together with its lexical change.
+    ws.write("src/extra.py", "def whisper(text):\n    return text.lower()\n");
+    let save = ws.index();
+    assert_eq!(save["embedded"], 1, "{save}");
+    assert!(save["seconds_to_semantic"].as_f64().unwrap() <= save["seconds"].as_f64().unwrap(), "{save}");
+}
+
+#[test]
 fn int8_vectors_answer_the_same_queries_in_a_quarter_of_the_bytes() {
     let ws = Workspace::polyglot();
     ws.index();

@@ -55,6 +55,9 @@ enum Command {
         /// While embedding, publish progress at least this often (seconds).
         #[arg(long, default_value_t = 10.0, hide = true)]
         commit_every: f64,
+        /// Publish the first vectors after this many seconds of embedding (benchmarks).
+        #[arg(long, default_value_t = 0.0, hide = true)]
+        first_publish: f64,
         /// Build the vector graph from this many vectors on (tests and crash loops).
         #[arg(long, default_value_t = index::ANN_MIN_SLOTS, hide = true)]
         ann_min_slots: usize,
@@ -316,12 +319,24 @@ fn dispatch(cli: Cli) -> Result<()> {
     let model = cli.model.as_deref();
     let ort = cli.ort_dylib.as_deref();
     match cli.command {
-        Command::Index { path, location, walk, json, commit_every, ann_min_slots, compact_min_dead, vectors } => {
+        Command::Index {
+            path,
+            location,
+            walk,
+            json,
+            commit_every,
+            first_publish,
+            ann_min_slots,
+            compact_min_dead,
+            vectors,
+        } => {
             let location = IndexLocation::new(&path, location.index_dir.as_deref())?;
             let embedder = load_embedder(model, ort)?;
             let options = IndexOptions {
                 walk: walk.into(),
                 commit_interval: std::time::Duration::try_from_secs_f64(commit_every.max(0.0))
+                    .unwrap_or(std::time::Duration::MAX),
+                first_publish: std::time::Duration::try_from_secs_f64(first_publish.max(0.0))
                     .unwrap_or(std::time::Duration::MAX),
                 ann_min_slots,
                 compact_min_dead,

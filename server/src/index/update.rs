@@ -39,6 +39,10 @@ pub struct IndexOptions {
     pub embed_batch: usize,
     /// While embedding, publish at least this often so readers see progress.
     pub commit_interval: Duration,
+    /// The first vectors of an update are published after this long of embedding (at the end
+    /// of the batch that passes it): zero publishes the first batch, so the first semantic
+    /// answer of a cold start comes as early as the model allows.
+    pub first_publish: Duration,
     /// Editor buffers that differ from the disk, by root-relative path: indexed instead of the
     /// file's content.
     pub overlays: HashMap<String, String>,
@@ -77,6 +81,7 @@ impl Default for IndexOptions {
             chunk: ChunkConfig::default(),
             embed_batch: 32,
             commit_interval: Duration::from_secs(10),
+            first_publish: Duration::ZERO,
             overlays: HashMap::new(),
             max_chunks: None,
             cancel: None,
@@ -147,6 +152,10 @@ pub struct UpdateStats {
     pub seconds: f64,
     /// Seconds until lexical search answered with the new content.
     pub seconds_to_lexical: f64,
+    /// Seconds until the first vectors this update added (from the model or the cache) were
+    /// published, i.e. until dense search answered from them; absent when none were added.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seconds_to_semantic: Option<f64>,
     /// Set when the old index could not be used.
     pub rebuilt: Option<String>,
     /// Whether the tree was walked (false: an update scoped to the paths an editor or a
@@ -229,8 +238,12 @@ pub fn update(
     }
     if embedding {
         let publishes = if publish_once { Publishes::AtTheEnd } else { Publishes::Periodic };
-        published |=
+        let first =
             embed_pending(location, embedder, options, &to_embed, publishes, &mut manifest, &mut stats, progress)?;
+        if let Some(first) = first {
+            stats.seconds_to_semantic = Some(first.duration_since(start).as_secs_f64());
+            published = true;
+        }
     }
 
     let vectors_before = vector_state(&manifest);
@@ -247,6 +260,9 @@ pub fn update(
         }
         manifest.updated_unix_ms = now_ms();
         publish(&location.dir, &mut manifest)?;
+        if stats.embedded > 0 && stats.seconds_to_semantic.is_none() {
+            stats.seconds_to_semantic = Some(start.elapsed().as_secs_f64());
+        }
     }
     if let Some(chunked_progress) = chunked_progress {
         stats.seconds_to_lexical = start.elapsed().as_secs_f64();
@@ -627,7 +643,7 @@ enum Publishes {
 }
 
 /// Stage 3: vectors for the queued texts, from the machine-wide cache or the model, appended to
-/// the vector file in batches. Returns whether it published a generation.
+/// the vector file in batches. Returns when it first published a generation, if it did.
 #[allow(clippy::too_many_arguments)]
 fn embed_pending(
     location: &IndexLocation,
@@ -638,17 +654,17 @@ fn embed_pending(
     manifest: &mut Manifest,
     stats: &mut UpdateStats,
     progress: &mut dyn FnMut(Progress),
-) -> Result<bool, IndexError> {
+) -> Result<Option<Instant>, IndexError> {
     let info = embedder.info();
     let total = to_embed.chunks();
     let vectors_path = location.dir.join(&manifest.vectors_file);
     let mut appender = VectorAppender::open(&vectors_path, info.dim, manifest.vector_slots as usize)?;
     let mut last_publish = Instant::now();
     let mut publish_after = match publishes {
-        Publishes::Periodic => options.commit_interval.min(FIRST_PUBLISH),
+        Publishes::Periodic => options.commit_interval.min(options.first_publish),
         Publishes::AtTheEnd => Duration::MAX,
     };
-    let mut published = false;
+    let mut first_publish = None;
     let mut done = 0;
     let mut shared = options.shared_cache.as_ref().and_then(|config| {
         SharedCache::open(config, &info.id, info.dim)
@@ -656,7 +672,8 @@ fn embed_pending(
             .ok()
     });
     progress(Progress::Embedding { done, total });
-    for batch in to_embed.texts.chunks(options.embed_batch.max(1)) {
+    let batches = to_embed.texts.len().div_ceil(options.embed_batch.max(1));
+    for (number, batch) in to_embed.texts.chunks(options.embed_batch.max(1)).enumerate() {
         if cancelled(options) {
             break;
         }
@@ -691,19 +708,20 @@ fn embed_pending(
         }
         manifest.vector_slots = appender.slots() as u64;
         progress(Progress::Embedding { done, total });
-        if last_publish.elapsed() >= publish_after {
+        // After the last batch the caller publishes anyway.
+        if last_publish.elapsed() >= publish_after && number + 1 < batches {
             publish_after = options.commit_interval;
             appender.sync()?;
             manifest.generation += 1;
             manifest.updated_unix_ms = now_ms();
             publish(&location.dir, manifest)?;
             progress(Progress::Published { generation: manifest.generation, embedded: done });
-            published = true;
             last_publish = Instant::now();
+            first_publish.get_or_insert(last_publish);
         }
     }
     appender.sync()?;
-    Ok(published)
+    Ok(first_publish)
 }
 
 /// What `maintain_vectors` may change: the vector file and the graph.
@@ -717,9 +735,6 @@ const RECENCY_MIN_TEXTS: usize = 64;
 
 /// Updates with at most this many texts to embed publish once, vectors included.
 const PUBLISH_ONCE_MAX_TEXTS: usize = 4;
-
-/// When the first embedded vectors of an update are published at the latest.
-const FIRST_PUBLISH: Duration = Duration::from_secs(2);
 
 /// Orders the texts to embed so the model's time goes where answers are wanted first: files
 /// the editor has open or just named; then code; then tests, examples and benchmarks; then

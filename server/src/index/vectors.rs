@@ -26,8 +26,8 @@ compile_error!("raggrep's vector files are little-endian f32; big-endian targets
 pub enum Encoding {
     /// The model's floats as they are.
     F32,
-    /// Symmetric per-vector quantisation: `x ≈ scale · code`, `scale = max |x| / 127`. A
-    /// quarter of the bytes; cosines move by about 0.001 (BENCHMARKS.md has the recall).
+    /// Symmetric per-vector quantisation: `x ≈ scale · code`, `scale = max |x| / 127`. About a
+    /// quarter of the bytes (BENCHMARKS.md has the recall against f32).
     Int8,
 }
 
@@ -62,6 +62,12 @@ impl Encoding {
             "i8" => Some(Encoding::Int8),
             _ => None,
         }
+    }
+
+    /// [`Encoding::of_file`] of a path's file name (ours, so ASCII even where the directory's
+    /// name is not UTF-8); f32 for any other name.
+    fn of_path(path: &Path) -> Encoding {
+        path.file_name().and_then(|n| n.to_str()).and_then(Encoding::of_file).unwrap_or(Encoding::F32)
     }
 
     /// The name of generation `generation`'s vector file in this encoding.
@@ -103,7 +109,7 @@ impl VectorFile {
     /// Opens the first `slots` vectors of `path`, in the encoding its name says (a name
     /// without a known extension is read as f32).
     pub fn open(path: &Path, dim: usize, slots: usize) -> Result<VectorFile, IndexError> {
-        let encoding = path.to_str().and_then(Encoding::of_file).unwrap_or(Encoding::F32);
+        let encoding = Encoding::of_path(path);
         if slots == 0 {
             return Ok(VectorFile { map: None, dim, slots, encoding });
         }
@@ -252,7 +258,7 @@ impl VectorAppender {
     /// Opens `path` for appending after `slots` valid vectors, dropping any bytes past them
     /// (left by a crash). The encoding is the one the file name says, as for [`VectorFile`].
     pub fn open(path: &Path, dim: usize, slots: usize) -> Result<VectorAppender, IndexError> {
-        let encoding = path.to_str().and_then(Encoding::of_file).unwrap_or(Encoding::F32);
+        let encoding = Encoding::of_path(path);
         let file = OpenOptions::new()
             .create(true)
             .truncate(false)
