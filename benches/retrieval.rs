@@ -23,6 +23,9 @@
 
 #![allow(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)]
 
+#[path = "../tests/support/fixture.rs"]
+mod fixture;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -123,18 +126,6 @@ impl Baseline {
         let mut scored: Vec<(usize, f32)> = self.vectors.iter().map(|v| v.dot(query)).enumerate().collect();
         scored.sort_by(|a, b| b.1.total_cmp(&a.1));
         scored.into_iter().take(k).map(|(i, _)| self.windows[i].clone()).collect()
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap().flatten() {
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
     }
 }
 
@@ -307,7 +298,7 @@ fn main() {
             let plain = format!("{}{}", dataset.as_deref().unwrap_or(""), if quick { "quick" } else { "full" });
             let source = bench_dir().join("indexes").join(&model_id).join(plain).join(package);
             if source.is_dir() {
-                copy_dir(&source, &index_dir);
+                fixture::copy_dir(&source, &index_dir);
             }
         }
         let location = IndexLocation::new(&corpus, Some(&index_dir)).unwrap();

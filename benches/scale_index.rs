@@ -13,6 +13,9 @@
 
 #![allow(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)]
 
+#[path = "../tests/support/fixture.rs"]
+mod fixture;
+
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -78,18 +81,6 @@ fn generate_tree(root: &Path, chunks: usize) {
 fn capitalise(word: &str) -> String {
     let mut chars = word.chars();
     chars.next().map(|c| c.to_ascii_uppercase().to_string() + chars.as_str()).unwrap_or_default()
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap().flatten() {
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 fn dir_bytes(dir: &Path, prefix: &str) -> u64 {
@@ -215,7 +206,7 @@ fn main() {
     // A copy of the index is converted, so a kept tree stays f32 for the next run.
     let int8_dir = root.with_extension("int8-index");
     let _ = std::fs::remove_dir_all(&int8_dir);
-    copy_dir(&index_dir, &int8_dir);
+    fixture::copy_dir(&index_dir, &int8_dir);
     let int8_location = IndexLocation::new(&root, Some(&int8_dir)).unwrap();
     let t = Instant::now();
     let options = IndexOptions { vectors: Some(VectorEncoding::Int8), ..IndexOptions::default() };

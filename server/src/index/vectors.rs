@@ -226,19 +226,21 @@ impl VectorFile {
     }
 }
 
-/// Σ code·q over signed bytes, with eight independent sums so the compiler can vectorise it
-/// (one running sum cannot be reordered under IEEE rules).
+/// Σ code·q over signed bytes: decoded a piece at a time into a stack buffer, so the products
+/// run in [`crate::embed::dot`] (its AVX2/FMA path where the CPU has one).
 fn dot_int8(codes: &[u8], query: &[f32]) -> f32 {
-    let mut acc = [0.0f32; 8];
-    let mut c = codes.chunks_exact(8);
-    let mut q = query.chunks_exact(8);
-    for (c, q) in (&mut c).zip(&mut q) {
-        for i in 0..8 {
-            acc[i] += f32::from(c[i] as i8) * q[i];
-        }
-    }
-    let tail: f32 = c.remainder().iter().zip(q.remainder()).map(|(&c, q)| f32::from(c as i8) * q).sum();
-    acc.iter().sum::<f32>() + tail
+    const PIECE: usize = 64;
+    let mut decoded = [0.0f32; PIECE];
+    codes
+        .chunks(PIECE)
+        .zip(query.chunks(PIECE))
+        .map(|(codes, query)| {
+            for (d, &c) in decoded.iter_mut().zip(codes) {
+                *d = f32::from(c as i8);
+            }
+            crate::embed::dot(&decoded[..codes.len()], query)
+        })
+        .sum()
 }
 
 /// Vectors per checksum block: 1.5 MB at 384 dimensions in f32, so checking one costs ~0.1 ms and a
