@@ -362,7 +362,11 @@ impl Base {
                 Manifest {
                     model_id: info.id.clone(),
                     dim: info.dim as u32,
-                    vectors_file: options.vectors.unwrap_or(Encoding::F32).file_name(0),
+                    vectors_file: options
+                        .vectors
+                        .or_else(|| encoding_left_on_disk(&location.dir))
+                        .unwrap_or(Encoding::F32)
+                        .file_name(0),
                     ..Manifest::default()
                 },
                 None,
@@ -400,6 +404,15 @@ impl Base {
             key_to_slot,
         })
     }
+}
+
+/// The encoding of the newest vector file in `dir`: a rebuild from scratch (another model, a
+/// damaged manifest) keeps the encoding the user chose for this index.
+fn encoding_left_on_disk(dir: &Path) -> Option<Encoding> {
+    let names = fs::read_dir(dir).ok()?.flatten().map(|e| e.file_name().to_string_lossy().into_owned());
+    // Generations are zero-padded, so the newest file sorts last.
+    let newest = names.filter(|n| n.starts_with("vectors-") && Encoding::of_file(n).is_some()).max()?;
+    Encoding::of_file(&newest)
 }
 
 /// Stage 1: the files to look at. The previous index with the named paths looked at afresh when
@@ -1366,6 +1379,12 @@ mod tests {
         assert_eq!(kept.stats().vector_encoding, Encoding::Int8);
         assert!(kept.chunk_vector(0).is_some());
         drop(kept);
+
+        // A rebuild from scratch (CURRENT names no usable manifest) keeps the encoding it finds.
+        fs::write(location.dir.join(CURRENT), "manifest-99999999.rkyv\n").unwrap();
+        let stats = run(&options);
+        assert!(stats.rebuilt.is_some(), "{stats:?}");
+        assert_eq!(Snapshot::open(&location).unwrap().stats().vector_encoding, Encoding::Int8);
 
         // And back: the f32 file holds the int8 values, so nothing is embedded either.
         let stats = run(&IndexOptions { vectors: Some(Encoding::F32), ..options.clone() });
