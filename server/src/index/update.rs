@@ -411,7 +411,7 @@ impl Base {
 fn encoding_left_on_disk(dir: &Path) -> Option<Encoding> {
     let names = fs::read_dir(dir).ok()?.flatten().map(|e| e.file_name().to_string_lossy().into_owned());
     // Generations are zero-padded, so the newest file sorts last.
-    let newest = names.filter(|n| n.starts_with("vectors-") && Encoding::of_file(n).is_some()).max()?;
+    let newest = names.filter(|n| Encoding::of_file(n).is_some()).max()?;
     Encoding::of_file(&newest)
 }
 
@@ -1249,7 +1249,7 @@ fn collect_garbage(dir: &Path, current: &Manifest, previous_name: Option<&str>) 
         // Only the index's own file names: other files may share the directory (a vector store
         // the user placed there, `config.toml`).
         let ours = (name.starts_with("manifest-") && name.ends_with(".rkyv"))
-            || (name.starts_with("vectors-") && Encoding::of_file(&name).is_some())
+            || Encoding::of_file(&name).is_some()
             || (name.starts_with("ann-") && name.ends_with(".graph"));
         let stale_temp = name.starts_with('.') && name.contains(".tmp-") && abandoned_temp(&name, &entry.path());
         let kept = keep.iter().any(|k| name == *k || *name == Ann::file_name(k));

@@ -55,8 +55,12 @@ impl Encoding {
         }
     }
 
-    /// The encoding of a vector file, from its name (`None`: not a vector file name).
+    /// The encoding of a vector file, from its name (`None`: not a vector file name, i.e. not
+    /// `vectors-…` with a known extension).
     pub fn of_file(name: &str) -> Option<Encoding> {
+        if !name.starts_with("vectors-") {
+            return None;
+        }
         match name.rsplit_once('.')?.1 {
             "f32" => Some(Encoding::F32),
             "i8" => Some(Encoding::Int8),
@@ -326,6 +330,7 @@ mod tests {
         assert_eq!(Encoding::of_file("vectors-00000003.i8"), Some(Encoding::Int8));
         assert_eq!(Encoding::of_file("vectors-00000003.f32"), Some(Encoding::F32));
         assert_eq!(Encoding::of_file("vectors-00000003.tmp"), None);
+        assert_eq!(Encoding::of_file("rows.f32"), None);
         assert_eq!(Encoding::parse("int8"), Some(Encoding::Int8));
         assert_eq!(Encoding::parse("f16"), None);
     }
