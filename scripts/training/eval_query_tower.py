@@ -37,7 +37,7 @@ sys.path.insert(0, HERE)
 import embed as E  # noqa: E402
 import lexical as L  # noqa: E402
 from eval_adapter import E_norm, paired_ci, ranks_of, rr10, summary  # noqa: E402
-from train_adapter import apply, log, split_packages  # noqa: E402
+from train_adapter import apply, load_pairs, log, split_packages  # noqa: E402
 
 VARIANTS = ("identity", "adapter", "tower")
 PAIRS = (("identity", "tower"), ("identity", "adapter"), ("adapter", "tower"))
@@ -127,10 +127,7 @@ def main() -> None:
 
     # validation packages (held-out training packages; the split of train_adapter.py)
     tdir = E.training_dir()
-    with open(os.path.join(tdir, "pairs.manifest.json")) as fh:
-        manifest = json.load(fh)
-    with open(os.path.join(tdir, "pairs.jsonl")) as fh:
-        prow = [json.loads(line) for line in fh]
+    manifest, prow = load_pairs()
     _, val_p = split_packages(manifest, 0.2, 16)
     vidx = [i for i, r in enumerate(prow) if r["package"] in set(val_p)]
     vrows = [prow[i] for i in vidx]

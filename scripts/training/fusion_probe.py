@@ -41,7 +41,7 @@ sys.path.insert(0, HERE)
 import embed as E  # noqa: E402
 import lexical as L  # noqa: E402
 from eval_adapter import paired_ci, rr10  # noqa: E402
-from train_adapter import apply, log, split_packages  # noqa: E402
+from train_adapter import apply, load_pairs, log, split_packages  # noqa: E402
 
 FEATURES = ["dense_mm", "lex_mm", "dense_rr", "lex_rr", "dense_raw", "sym_mm", "path_mm",
             "sym_overlap", "log_len"]
@@ -155,10 +155,7 @@ def main() -> None:
     args = ap.parse_args()
     t0 = time.time()
     tdir = E.training_dir()
-    with open(os.path.join(tdir, "pairs.manifest.json")) as fh:
-        manifest = json.load(fh)
-    with open(os.path.join(tdir, "pairs.jsonl")) as fh:
-        rows = [json.loads(line) for line in fh]
+    manifest, rows = load_pairs()
     emb = E.Embedder()
     emb.self_check()
     Q = emb.embed([r["query"] for r in rows], "queries").astype(np.float64)

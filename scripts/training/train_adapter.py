@@ -142,6 +142,16 @@ def loss_and_grad(W, Qb, Db, tau: float, ridge: float):
     return loss, dW
 
 
+def load_pairs() -> tuple[dict, list[dict]]:
+    """pairs.manifest.json and the rows of pairs.jsonl (build_pairs.py's output)."""
+    tdir = E.training_dir()
+    with open(os.path.join(tdir, "pairs.manifest.json")) as fh:
+        manifest = json.load(fh)
+    with open(os.path.join(tdir, "pairs.jsonl")) as fh:
+        rows = [json.loads(line) for line in fh]
+    return manifest, rows
+
+
 def split_packages(manifest: dict, frac: float, seed: int) -> tuple[list[str], list[str]]:
     by_lang: dict[str, list[str]] = {}
     for p in manifest["packages"]:
@@ -172,11 +182,7 @@ def main() -> None:
     ap.add_argument("--out", default=os.path.join(HERE, "out"))
     args = ap.parse_args()
     t_start = time.time()
-    tdir = E.training_dir()
-    with open(os.path.join(tdir, "pairs.manifest.json")) as fh:
-        manifest = json.load(fh)
-    with open(os.path.join(tdir, "pairs.jsonl")) as fh:
-        rows = [json.loads(line) for line in fh]
+    manifest, rows = load_pairs()
     log(f"{len(rows)} pairs from {len(manifest['packages'])} packages")
 
     emb = E.Embedder(args.model)

@@ -48,7 +48,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import embed as E  # noqa: E402
 import qtower as T  # noqa: E402
-from train_adapter import evaluate, fmt, group_by, log, macro, split_packages  # noqa: E402
+from train_adapter import evaluate, fmt, group_by, load_pairs, log, macro, split_packages  # noqa: E402
 
 FP32 = "all-minilm-l6-v2-fp32"
 INT8 = "all-minilm-l6-v2-int8"
@@ -112,11 +112,7 @@ def main() -> None:
     import jax
     import jax.numpy as jnp
 
-    tdir = E.training_dir()
-    with open(os.path.join(tdir, "pairs.manifest.json")) as fh:
-        manifest = json.load(fh)
-    with open(os.path.join(tdir, "pairs.jsonl")) as fh:
-        rows = [json.loads(line) for line in fh]
+    manifest, rows = load_pairs()
     log(f"{len(rows)} pairs from {len(manifest['packages'])} packages")
 
     # Frozen document side: today's int8 vectors (cache of train_adapter.py), int8 query

@@ -39,7 +39,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import embed as E  # noqa: E402
 import qtower as T  # noqa: E402
-from train_adapter import log, split_packages  # noqa: E402
+from train_adapter import load_pairs, log, split_packages  # noqa: E402
 
 FP32 = "all-minilm-l6-v2-fp32"
 
@@ -58,13 +58,10 @@ def code_text(path: str, code: str) -> str:
 
 
 def score_fn(cfg):
-    import jax.numpy as jnp
-
     def score(p, ids, mask):
         u = T.forward(p, ids, mask, cfg)
         return u @ p["rerank.w"] + p["rerank.b"][0]
 
-    del jnp
     return score
 
 
@@ -114,10 +111,7 @@ def main() -> None:
     import jax.numpy as jnp
 
     tdir = E.training_dir()
-    with open(os.path.join(tdir, "pairs.manifest.json")) as fh:
-        manifest = json.load(fh)
-    with open(os.path.join(tdir, "pairs.jsonl")) as fh:
-        rows = [json.loads(line) for line in fh]
+    manifest, rows = load_pairs()
     train_pk, val_pk = split_packages(manifest, args.val_frac, args.seed)
     rng = random.Random(args.seed if args.order_seed < 0 else args.order_seed)
     groups = make_groups(rows, set(train_pk), args.siblings, args.randoms, rng)

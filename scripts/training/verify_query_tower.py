@@ -30,7 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import embed as E  # noqa: E402
 import qtower as T  # noqa: E402
-from train_adapter import split_packages  # noqa: E402
+from train_adapter import load_pairs, split_packages  # noqa: E402
 
 
 def stats(cos: np.ndarray) -> dict:
@@ -50,10 +50,7 @@ def main() -> None:
     with open(args.export_json) as fh:
         info = json.load(fh)
     tdir = E.training_dir()
-    with open(os.path.join(tdir, "pairs.manifest.json")) as fh:
-        manifest = json.load(fh)
-    with open(os.path.join(tdir, "pairs.jsonl")) as fh:
-        rows = [json.loads(line) for line in fh]
+    manifest, rows = load_pairs()
     _, val_p = split_packages(manifest, 0.2, 16)
     texts = [r["query"] for r in rows if r["package"] in set(val_p)]
     with open(os.path.join(tdir, "bench", "tune.jsonl")) as fh:
