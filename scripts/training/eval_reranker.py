@@ -34,6 +34,12 @@ import qtower as T  # noqa: E402
 from train_reranker import FP32, code_text, pair_tokenizer, score_fn  # noqa: E402
 
 
+def key(item: dict, i: int) -> str:
+    """Cache key of a query's candidate i: query id and span."""
+    path, start, end = item["spans"][i]
+    return f"{item['id']}|{path}|{start}|{end}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--dump", required=True)
@@ -96,8 +102,8 @@ def main() -> None:
         score = jax.jit(score_fn(cfg))
 
         def run(encs):
-            ids, mask = T.pad_batch(encs, rows=32, multiple=32, max_len=args.len)
-            return [float(x) for x in np.asarray(score(pj, ids, mask))[:len(encs)]]
+            ids, mask = T.pad_batch(encs, multiple=32, max_len=args.len)
+            return [float(x) for x in np.asarray(score(pj, ids, mask))]
     tok = pair_tokenizer(fp32_dir, args.len)
     files: dict[str, list[str]] = {}
 
@@ -117,7 +123,7 @@ def main() -> None:
         it["fusion"] = f
         it["top"] = list(np.argsort(-f, kind="stable")[:args.top])
         for i in it["top"]:
-            k = f"{it['id']}|{it['spans'][i][0]}|{it['spans'][i][1]}|{it['spans'][i][2]}"
+            k = key(it, i)
             if k not in cache:
                 todo.append((k, queries[it["id"]], chunk(it["package"], *it["spans"][i])))
     t0 = time.time()
@@ -143,11 +149,10 @@ def main() -> None:
     def scorer(alpha):
         def fn_for(it):
             s = it["fusion"].copy()
-            ce = np.array([cache[f"{it['id']}|{it['spans'][i][0]}|{it['spans'][i][1]}|{it['spans'][i][2]}"]
-                          for i in it["top"]])
-            lift = 1e3 if alpha >= 1000 else 0.0
+            ce = np.array([cache[key(it, i)] for i in it["top"]])
+            # the best --top stay above the rest; alpha >= 1000 means the reranker alone
             top = s[it["top"]]
-            s[it["top"]] = (ce if alpha >= 1000 else top + alpha * ce) + 100.0 + lift
+            s[it["top"]] = (ce if alpha >= 1000 else top + alpha * ce) + 100.0
             return s
         return fn_for
 
