@@ -34,7 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import embed as E  # noqa: E402
 import lexical as L  # noqa: E402
-from train_adapter import apply, fmt, log  # noqa: E402
+from train_adapter import apply, log  # noqa: E402
 
 NOTE = ("function-level approximation on the TUNE split: gold function vs every documented "
         "function of its package; dense = cosine of MiniLM int8 vectors, hybrid = that fused "
