@@ -74,6 +74,14 @@ def model_json(mid: str, sha: str, source: str) -> str:
                       indent=2) + "\n"
 
 
+def default_fp32() -> str:
+    """Path of the bootstrap's fp32 default model, after checking its sha256."""
+    path = os.path.join(E.raggrep_home(), "models", "all-minilm-l6-v2-fp32", "model.onnx")
+    if sha256_file(path) != B.FP32_SHA256:
+        sys.exit(f"{path} is not the bootstrap's fp32 model; run scripts/bootstrap.sh")
+    return path
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--params", default=os.path.join(E.training_dir(), "qtower", "params.npz"))
@@ -81,9 +89,7 @@ def main() -> None:
     args = ap.parse_args()
     t0 = time.time()
     home = E.raggrep_home()
-    fp32_default = os.path.join(home, "models", "all-minilm-l6-v2-fp32", "model.onnx")
-    if sha256_file(fp32_default) != B.FP32_SHA256:
-        sys.exit(f"{fp32_default} is not the bootstrap's fp32 model; run scripts/bootstrap.sh")
+    fp32_default = default_fp32()
     qdir = os.path.join(E.training_dir(), "qtower")
 
     # 1. the derivation here is the bootstrap's: same call, same venv => same bytes

@@ -43,9 +43,7 @@ def main() -> None:
     args = ap.parse_args()
     t0 = time.time()
     home = E.raggrep_home()
-    fp32_default = os.path.join(home, "models", "all-minilm-l6-v2-fp32", "model.onnx")
-    if X.sha256_file(fp32_default) != X.B.FP32_SHA256:
-        sys.exit(f"{fp32_default} is not the bootstrap's fp32 model; run scripts/bootstrap.sh")
+    fp32_default = X.default_fp32()
     params, names, _ = T.load_params(fp32_default)
     with np.load(args.params) as z:
         trained = {k: z[k] for k in z.files}
