@@ -53,8 +53,8 @@ def main() -> None:
                     "one pair per run as the engine would) instead of the JAX params")
     ap.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads")
     ap.add_argument("--onnx-batch", action="store_true", help="with --onnx: a query's pairs in one "
-                    "padded run instead of one run each (faster; int8 activations are quantised per "
-                    "tensor, so scores move slightly)")
+                    "padded run instead of one run each (measured no faster here; int8 activations are "
+                    "quantised per tensor, so scores move slightly)")
     ap.add_argument("--alphas", default="0,0.25,0.5,1,2,4,1000")
     args = ap.parse_args()
 
@@ -93,17 +93,7 @@ def main() -> None:
             return [float(x) for x in (v @ hw) / np.maximum(np.linalg.norm(v, axis=1), 1e-12) + hb]
 
         def run(encs):
-            if args.onnx_batch:
-                return run_batch(encs)
-            out = []
-            for e in encs:
-                ids = np.array([e.ids], dtype=np.int64)
-                m = np.ones_like(ids)
-                h = sess.run(["last_hidden_state"], {"input_ids": ids, "attention_mask": m,
-                                                     "token_type_ids": np.zeros_like(ids)})[0][0]
-                v = h.mean(0)
-                out.append(float(v @ hw / max(np.linalg.norm(v), 1e-12) + hb))
-            return out
+            return run_batch(encs) if args.onnx_batch else [run_batch([e])[0] for e in encs]
     else:
         import jax
         import jax.numpy as jnp
@@ -131,7 +121,7 @@ def main() -> None:
     for it in items:
         if it["X"] is None:
             continue
-        f = ((it["X"] - mu) / sd) @ w
+        f = ff.forward((it["X"] - mu) / sd, {"w": w})[0]
         it["fusion"] = f
         it["top"] = list(np.argsort(-f, kind="stable")[:args.top])
         for i in it["top"]:
