@@ -16,6 +16,11 @@ Vectors are rounded to 6 decimals.  The int8 model's integer kernels differ
 between CPUs (e.g. AVX512-VNNI vs AVX2), so compare with a tolerance
 (cosine > 0.999), not bit for bit.  "query_model_cases" use the query model the
 bootstrap installs beside the int8 model (query-model.onnx, issue 16), same recipe.
+"rerank_cases" score (query, passage) pairs with the reranker installed beside the
+int8 model (rerank-model.onnx + rerank-model.json): the pair tokenised as
+[CLS] query [SEP] passage [SEP], truncated at the reranker's max_tokens with
+"only_second" ("longest_first" when the query alone is too long), then the same
+pooling, then score = w . v + b with the head of rerank-model.json.
 """
 
 from __future__ import annotations
@@ -78,6 +83,53 @@ INPUTS = [
 ]
 
 
+RERANK_PAIRS = [
+    ("read a whole file into a string", "src/checksum.rs\n" + RUST_FN),
+    ("split lines into overlapping windows", "chunker.py\n" + PY_FN),
+    ("split lines into overlapping windows", "src/lines.rs\n" + RUST_FN),
+    # A passage far over the limit: only the passage is cut.
+    ("route an API request", "server/routes.rs\n" + long_input()),
+    # A query over the limit on its own: both sides are cut.
+    (long_input(), "src/checksum.rs\n" + RUST_FN),
+]
+
+
+def pooled(sess, ids: list[int]) -> np.ndarray:
+    a = np.array([ids], dtype=np.int64)
+    mask = np.ones_like(a)
+    hidden = sess.run(["last_hidden_state"], {
+        "input_ids": a, "attention_mask": mask, "token_type_ids": np.zeros_like(a)})[0]
+    v = hidden.astype(np.float64)[0].mean(0)
+    return v / np.linalg.norm(v)
+
+
+def rerank_cases(model_dir: Path) -> tuple[dict, list]:
+    meta = json.loads((model_dir / "rerank-model.json").read_text())
+    model = model_dir / "rerank-model.onnx"
+    sha = sha256_file(model)
+    if sha != meta["sha256"]:
+        sys.exit(f"{model}: sha256 {sha} does not match rerank-model.json; rerun scripts/bootstrap.sh")
+    toks = {}
+    for strategy in ("only_second", "longest_first"):
+        toks[strategy] = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        toks[strategy].enable_truncation(meta["max_tokens"], strategy=strategy)
+        toks[strategy].no_padding()
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 2
+    so.inter_op_num_threads = 1
+    so.log_severity_level = 3
+    sess = ort.InferenceSession(str(model), so, providers=["CPUExecutionProvider"])
+    w, b = np.array(meta["head"]["w"], dtype=np.float64), float(meta["head"]["b"])
+    cases = []
+    for query, passage in RERANK_PAIRS:
+        try:
+            enc = toks["only_second"].encode(query, passage)
+        except Exception:  # the query alone exceeds max_tokens
+            enc = toks["longest_first"].encode(query, passage)
+        cases.append({"query": query, "passage": passage, "n_tokens": len(enc.ids), "input_ids": enc.ids,
+                      "score": round(float(pooled(sess, enc.ids) @ w + b), 6)})
+    return meta, cases
+
 
 def embed_cases(model_dir: Path, max_tokens: int, query_model: bool = False) -> tuple[dict, list]:
     meta = json.loads((model_dir / ("query-model.json" if query_model else "raggrep-model.json")).read_text())
@@ -125,6 +177,7 @@ def main() -> int:
     meta, cases = embed_cases(home / "models/all-minilm-l6-v2-int8", max_tokens)
     fp32_meta, fp32_cases = embed_cases(home / "models/all-minilm-l6-v2-fp32", max_tokens)
     q_meta, q_cases = embed_cases(home / "models/all-minilm-l6-v2-int8", max_tokens, query_model=True)
+    r_meta, r_cases = rerank_cases(home / "models/all-minilm-l6-v2-int8")
     doc = {
         "model_id": meta["id"],
         "model_sha256": meta["sha256"],
@@ -138,6 +191,9 @@ def main() -> int:
         "query_model_id": q_meta["id"],
         "query_model_sha256": q_meta["sha256"],
         "query_model_cases": q_cases,
+        "rerank_model_id": r_meta["id"],
+        "rerank_model_sha256": r_meta["sha256"],
+        "rerank_cases": r_cases,
     }
     for a, b in zip(cases, fp32_cases):
         cos = float(np.dot(a["vector"], b["vector"]))

@@ -15,6 +15,16 @@ struct Reference {
     fp32_cases: Vec<Case>,
     query_model_id: String,
     query_model_cases: Vec<Case>,
+    rerank_model_id: String,
+    rerank_cases: Vec<RerankCase>,
+}
+
+#[derive(Deserialize)]
+struct RerankCase {
+    query: String,
+    passage: String,
+    n_tokens: usize,
+    score: f32,
 }
 
 #[derive(Deserialize)]
@@ -75,6 +85,79 @@ fn the_reference_is_the_committed_one() {
             assert!(cos >= floor, "cosine {cos} to the committed reference for {:?}", case.text);
         }
     }
+}
+
+#[test]
+fn the_reranker_matches_the_reference() {
+    // Same pair tokenisation (only the passage cut at 128 tokens; both sides when the query
+    // alone is too long), pooling and head as the Python recipe the reranker was evaluated with.
+    let (here, committed) = (reference(), committed_reference());
+    assert_eq!(here.rerank_model_id, committed.rerank_model_id);
+    let embedder = embedder(None, EmbedOptions::default());
+    let reranker = embedder.reranker().expect("the bootstrap installs a reranker");
+    assert_eq!(reranker.id(), here.rerank_model_id);
+    assert!(here.rerank_cases.iter().any(|c| c.n_tokens == 128), "a case exercises truncation");
+    for (case, committed_case) in here.rerank_cases.iter().zip(&committed.rerank_cases) {
+        assert_eq!((&case.query, &case.passage), (&committed_case.query, &committed_case.passage));
+        // Another CPU's int8 kernels move a score a little, never its sign or size.
+        assert!(
+            (case.score - committed_case.score).abs() < 0.3,
+            "{} vs committed {}",
+            case.score,
+            committed_case.score
+        );
+        let score = reranker.score(&case.query, &[case.passage.as_str()]).unwrap()[0];
+        assert!((score - case.score).abs() < 0.02, "rust {score} vs python {} for {:?}", case.score, case.query);
+    }
+    // Scores of several passages come back in order and do not depend on their neighbours.
+    let passages: Vec<&str> = here.rerank_cases.iter().map(|c| c.passage.as_str()).collect();
+    let query = &here.rerank_cases[1].query;
+    let together = reranker.score(query, &passages).unwrap();
+    assert_eq!(together.len(), passages.len());
+    for (passage, score) in passages.iter().zip(&together) {
+        assert_eq!(reranker.score(query, &[passage]).unwrap()[0], *score);
+    }
+}
+
+#[test]
+fn the_reranker_prefers_the_code_a_query_describes() {
+    let embedder = embedder(None, EmbedOptions::default());
+    let reranker = embedder.reranker().unwrap();
+    let read = "src/fs.rs\n/// Reads a whole file into a string.\npub fn read_text(path: &Path) -> io::Result<String> {\n    fs::read_to_string(path)\n}";
+    let add = "src/math.rs\npub fn add(a: i64, b: i64) -> i64 {\n    a + b\n}";
+    let scores = reranker.score("load the contents of a file as text", &[read, add]).unwrap();
+    assert!(scores[0] > scores[1] + 1.0, "{scores:?}");
+}
+
+#[test]
+fn a_missing_or_damaged_reranker_is_named_not_fatal() {
+    let installed = Assets::locate(None, None).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for file in ["model.onnx", "tokenizer.json", "raggrep-model.json"] {
+        std::os::unix::fs::symlink(installed.model_dir.join(file), dir.path().join(file)).unwrap();
+    }
+    let assets = Assets { model_dir: dir.path().to_path_buf(), ..installed.clone() };
+    let embedder = OnnxEmbedder::load(assets.clone(), EmbedOptions::default()).unwrap();
+    let err = embedder.reranker().err().expect("no reranker installed").to_string();
+    assert!(err.contains("no reranker") && err.contains("bootstrap"), "{err}");
+    assert!(embedder.embed_query("still searches").is_ok());
+
+    std::os::unix::fs::symlink(installed.model_dir.join("rerank-model.onnx"), dir.path().join("rerank-model.onnx"))
+        .unwrap();
+    std::fs::write(dir.path().join("rerank-model.json"), "{not json").unwrap();
+    let embedder = OnnxEmbedder::load(assets.clone(), EmbedOptions::default()).unwrap();
+    let err = embedder.reranker().err().expect("damaged metadata").to_string();
+    assert!(err.contains("rerank-model.json"), "{err}");
+
+    // A head that does not fit the model's output is refused when it runs, not mis-scored.
+    std::fs::write(
+        dir.path().join("rerank-model.json"),
+        r#"{"id": "short-head", "max_tokens": 128, "weight": 0.5, "head": {"w": [1.0, 2.0], "b": 0.0}}"#,
+    )
+    .unwrap();
+    let embedder = OnnxEmbedder::load(assets, EmbedOptions::default()).unwrap();
+    let err = embedder.reranker().unwrap().score("q", &["p"]).unwrap_err().to_string();
+    assert!(err.contains("2 weights for a 384-dimensional output"), "{err}");
 }
 
 fn embedder(model: Option<&str>, options: EmbedOptions) -> OnnxEmbedder {

@@ -549,12 +549,17 @@ impl Workspace {
     /// Searches every root; hits are merged by score.
     pub fn search(&self, query: &Query) -> Result<Vec<RootHit>, SearchError> {
         let started = Instant::now();
+        // Asked before any work, so a missing reranker or a mode it cannot serve fails fast.
+        if query.rerank {
+            search::rerank_applies(query)?;
+        }
+        let reranker = if query.rerank { Some(self.embedder.reranker()?) } else { None };
         let vector = if query.mode != Mode::Lexical && !query.text.trim().is_empty() {
             Some(self.embedder.embed_query(&query.text)?)
         } else {
             None
         };
-        let hits = self.search_roots(query, vector.as_ref(), None)?;
+        let hits = self.search_roots(query, vector.as_ref(), reranker, None)?;
         self.audit("search", started, query_detail(query, hits.len()));
         Ok(hits)
     }
@@ -563,6 +568,7 @@ impl Workspace {
         &self,
         query: &Query,
         vector: Option<&Vector>,
+        reranker: Option<&dyn crate::embed::Reranker>,
         exclude: Option<(&Path, &str, u32, u32)>,
     ) -> Result<Vec<RootHit>, SearchError> {
         let snapshots = self.snapshots();
@@ -577,9 +583,12 @@ impl Workspace {
         if query.mode == Mode::Hybrid && snapshots.len() > 1 && query.fusion != search::Fusion::Learned {
             // Fused scores are normalised within one candidate list, so they do not compare
             // across roots: rank each signal across all roots first, then fuse once.
+            if query.rerank {
+                return Err(SearchError::RerankMode("a fixed fusion"));
+            }
             let sub = |mode| Query { mode, k: query.k.saturating_mul(3).max(20), ..query.clone() };
-            let dense = self.search_roots(&sub(Mode::Dense), vector, exclude)?;
-            let lexical = self.search_roots(&sub(Mode::Lexical), vector, exclude)?;
+            let dense = self.search_roots(&sub(Mode::Dense), vector, None, exclude)?;
+            let lexical = self.search_roots(&sub(Mode::Lexical), vector, None, exclude)?;
             type Key = (PathBuf, String, u32, u32);
             let key = |h: &RootHit| -> Key { (h.root.clone(), h.hit.path.clone(), h.hit.start_line, h.hit.end_line) };
             let mut ids: Vec<RootHit> = Vec::new();
@@ -611,9 +620,12 @@ impl Workspace {
                 None => false,
             };
             let exclude_fn: &dyn Fn(&index::ChunkRef<'_>) -> bool = &excluded;
-            let results = search::search_with_vector(
+            // Each root reranks its own best candidates: reranked scores are learned scores
+            // too, absolute, so they merge by score below.
+            let results = search::search_with(
                 &snapshot,
                 vector,
+                reranker,
                 query,
                 exclude.is_some().then_some(exclude_fn),
                 Instant::now(),
@@ -687,7 +699,7 @@ impl Workspace {
         }
         let vector = Vector::normalized(mean);
         let query = Query { k, mode: Mode::Dense, ..Query::new(text) };
-        let hits = self.search_roots(&query, Some(&vector), Some((&root, &rel, span.0, span.1)))?;
+        let hits = self.search_roots(&query, Some(&vector), None, Some((&root, &rel, span.0, span.1)))?;
         self.audit("find_similar", started, serde_json::json!({ "k": k, "results": hits.len() }));
         Ok((hits, span))
     }
@@ -912,6 +924,7 @@ pub fn query_detail(query: &Query, results: usize) -> serde_json::Value {
         "k": query.k,
         "query_chars": query.text.chars().count(),
         "filtered": query.path_glob.is_some() || query.language.is_some(),
+        "rerank": query.rerank,
         "results": results,
     })
 }

@@ -82,6 +82,39 @@ pub struct QueryModel {
     pub path: PathBuf,
 }
 
+/// File names of the optional reranker inside a model directory.
+const RERANK_MODEL_FILE: &str = "rerank-model.onnx";
+const RERANK_METADATA_FILE: &str = "rerank-model.json";
+
+/// Metadata of a reranker (`rerank-model.json`): a cross-encoder on the document model's
+/// architecture and tokenizer that reads `[CLS] query [SEP] path\ncode [SEP]` and scores the
+/// pair with a linear head over its mean-pooled, normalised output.
+#[derive(Debug, Deserialize)]
+struct RerankMetadata {
+    id: String,
+    max_tokens: usize,
+    /// Weight of its score added to the learned fusion's linear score.
+    weight: f32,
+    head: RerankHead,
+}
+
+/// The reranker's head: score = w · normalize(meanpool(h)) + b.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct RerankHead {
+    pub w: Vec<f32>,
+    pub b: f32,
+}
+
+/// A reranker found next to a document model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RerankModel {
+    pub id: String,
+    pub path: PathBuf,
+    pub max_tokens: usize,
+    pub weight: f32,
+    pub head: RerankHead,
+}
+
 /// `share/raggrep` of a release bundle: beside the directory holding the running binary
 /// (`<bundle>/bin/raggrep` → `<bundle>/share/raggrep`), so an unpacked bundle works wherever it
 /// is put. `None` outside a bundle (a cargo build's `target/…/raggrep` has no `share/` beside it).
@@ -205,6 +238,24 @@ impl Assets {
             return None;
         }
         Some(QueryModel { id: meta.id, path })
+    }
+
+    /// The reranker installed beside the document model, if there is one and its metadata is
+    /// whole. Its head must have one weight per model output dimension; that is checked when
+    /// it first runs (the output is not known before).
+    pub fn rerank_model(&self) -> Result<Option<RerankModel>, AssetError> {
+        let path = self.model_dir.join(RERANK_MODEL_FILE);
+        if !path.is_file() {
+            return Ok(None);
+        }
+        let meta_path = self.model_dir.join(RERANK_METADATA_FILE);
+        let bad = |message: String| AssetError::BadMetadata { path: meta_path.clone(), message };
+        let text = fs::read_to_string(&meta_path).map_err(|e| bad(e.to_string()))?;
+        let meta: RerankMetadata = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+        if meta.head.w.is_empty() || !meta.weight.is_finite() || meta.max_tokens < 8 {
+            return Err(bad("needs a non-empty head, a finite weight and max_tokens of at least 8".into()));
+        }
+        Ok(Some(RerankModel { id: meta.id, path, max_tokens: meta.max_tokens, weight: meta.weight, head: meta.head }))
     }
 
     /// A stable id for a model without metadata: its directory name and a hash of its weights,

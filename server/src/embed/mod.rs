@@ -6,10 +6,13 @@
 
 mod assets;
 mod onnx;
+mod rerank;
 
 use std::fmt;
 
-pub use assets::{AssetError, Assets, DEFAULT_MODEL, ModelInfo, ORT_LIB_NAME, QueryModel, cache_dir};
+pub use assets::{
+    AssetError, Assets, DEFAULT_MODEL, ModelInfo, ORT_LIB_NAME, QueryModel, RerankHead, RerankModel, cache_dir,
+};
 pub use onnx::QueryEncoder;
 pub use onnx::{EmbedOptions, OnnxEmbedder};
 
@@ -132,6 +135,8 @@ pub enum EmbedError {
     Tokenize(String),
     #[error("inference failed: {0}")]
     Inference(String),
+    #[error("{0}")]
+    NoReranker(String),
 }
 
 /// Turns texts into vectors. Implementations are thread-safe; calls may block for a while (run
@@ -145,6 +150,21 @@ pub trait Embedder: Send + Sync {
 
     /// Embeds one query, optimised for latency.
     fn embed_query(&self, text: &str) -> Result<Vector, EmbedError>;
+
+    /// The reranker that comes with this model; the error says why there is none.
+    fn reranker(&self) -> Result<&dyn Reranker, EmbedError> {
+        Err(EmbedError::NoReranker(format!("the model {} has no reranker", self.info().id)))
+    }
+}
+
+/// Scores (query, passage) pairs by reading both at once: higher is more relevant. Slow (one
+/// model run a pair), so it re-sorts a few candidates, never a whole index.
+pub trait Reranker: Send + Sync {
+    fn id(&self) -> &str;
+    /// Weight of a score added to the learned fusion's linear score (chosen with the model).
+    fn weight(&self) -> f32;
+    /// One score per passage, in order.
+    fn score(&self, query: &str, passages: &[&str]) -> Result<Vec<f32>, EmbedError>;
 }
 
 /// A deterministic embedder for unit tests of index logic: hashes character trigrams into a

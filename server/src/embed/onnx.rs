@@ -15,7 +15,8 @@ use ort::session::builder::GraphOptimizationLevel;
 use ort::value::TensorRef;
 use tokenizers::{Tokenizer, TruncationParams};
 
-use super::{Assets, EmbedError, Embedder, ModelInfo, QueryModel, Vector};
+use super::rerank::OnnxReranker;
+use super::{Assets, EmbedError, Embedder, ModelInfo, QueryModel, Reranker, Vector};
 
 /// Tuning knobs for [`OnnxEmbedder`]. Defaults come from measurements on a 2-core CPU.
 #[derive(Debug, Clone)]
@@ -89,6 +90,8 @@ pub struct OnnxEmbedder {
     /// the team index) runs the query model once.
     last_query: Mutex<Option<(String, Vector)>>,
     query_inferences: std::sync::atomic::AtomicU64,
+    /// The reranker beside the model, or why there is none (said when one is asked for).
+    reranker: Result<OnnxReranker, String>,
 }
 
 /// ONNX Runtime can be loaded once per process; later calls reuse it.
@@ -155,8 +158,19 @@ impl OnnxEmbedder {
             QueryEncoder::Tuned => assets.query_model(),
             QueryEncoder::Document => None,
         };
+        let reranker = match assets.rerank_model() {
+            Ok(Some(model)) => {
+                Ok(OnnxReranker::new(model, tokenizer.clone(), environment.clone(), needs_token_type_ids))
+            }
+            Ok(None) => Err(format!(
+                "no reranker is installed beside the model in {} (rerank-model.onnx); run `bash scripts/bootstrap.sh` from a raggrep checkout",
+                assets.model_dir.display()
+            )),
+            Err(err) => Err(format!("the reranker cannot be used: {err}")),
+        };
         Ok(OnnxEmbedder {
             info: ModelInfo { id, dim, max_tokens },
+            reranker,
             query_model,
             tokenizer,
             assets,
@@ -231,57 +245,9 @@ impl OnnxEmbedder {
 
     /// Runs one padded batch and returns one vector per sequence.
     fn run(&self, session: &Mutex<Session>, batch: &[&[u32]]) -> Result<Vec<Vector>, EmbedError> {
-        let rows = batch.len();
         let longest = batch.iter().map(|ids| ids.len()).max().unwrap_or(0).max(1);
         let cols = if self.options.fixed_padding { longest.max(self.info.max_tokens) } else { longest };
-        let mut input_ids = vec![0i64; rows * cols];
-        let mut attention_mask = vec![0i64; rows * cols];
-        for (row, ids) in batch.iter().enumerate() {
-            for (col, &id) in ids.iter().enumerate() {
-                input_ids[row * cols + col] = i64::from(id);
-                attention_mask[row * cols + col] = 1;
-            }
-        }
-        let token_type_ids = vec![0i64; rows * cols];
-        let shape = [rows, cols];
-        let inference = |e: ort::Error| EmbedError::Inference(e.to_string());
-        let ids_tensor = TensorRef::from_array_view((shape, input_ids.as_slice())).map_err(inference)?;
-        let mask_tensor = TensorRef::from_array_view((shape, attention_mask.as_slice())).map_err(inference)?;
-        let mut session = session.lock().map_err(|_| EmbedError::Inference("a previous inference panicked".into()))?;
-        let outputs = if self.needs_token_type_ids {
-            let types_tensor = TensorRef::from_array_view((shape, token_type_ids.as_slice())).map_err(inference)?;
-            session.run(ort::inputs![
-                "input_ids" => ids_tensor,
-                "attention_mask" => mask_tensor,
-                "token_type_ids" => types_tensor,
-            ])
-        } else {
-            session.run(ort::inputs!["input_ids" => ids_tensor, "attention_mask" => mask_tensor])
-        }
-        .map_err(inference)?;
-        let (out_shape, hidden) = outputs[0].try_extract_tensor::<f32>().map_err(inference)?;
-        let dims: &[i64] = out_shape;
-        let dim = match dims {
-            [r, c, d] if *r as usize == rows && *c as usize == cols => *d as usize,
-            other => {
-                return Err(EmbedError::Inference(format!(
-                    "unexpected output shape {other:?} for a {rows}×{cols} batch"
-                )));
-            }
-        };
-        // Mean pooling over the attention mask.
-        let mut vectors = Vec::with_capacity(rows);
-        for (row, ids) in batch.iter().enumerate() {
-            let mut sum = vec![0.0f32; dim];
-            let len = ids.len().max(1);
-            for col in 0..ids.len() {
-                let token = &hidden[(row * cols + col) * dim..(row * cols + col + 1) * dim];
-                sum.iter_mut().zip(token).for_each(|(s, t)| *s += t);
-            }
-            sum.iter_mut().for_each(|s| *s /= len as f32);
-            vectors.push(Vector::normalized(sum));
-        }
-        Ok(vectors)
+        mean_pooled(session, batch, cols, self.needs_token_type_ids)
     }
 
     fn query_session(&self) -> Result<&Mutex<Session>, EmbedError> {
@@ -294,11 +260,69 @@ impl OnnxEmbedder {
     }
 }
 
-fn every_cpu() -> usize {
+/// Runs one batch padded to `cols` tokens and returns one mean-pooled (over the attention mask),
+/// normalised vector per sequence.
+pub(super) fn mean_pooled(
+    session: &Mutex<Session>,
+    batch: &[&[u32]],
+    cols: usize,
+    needs_token_type_ids: bool,
+) -> Result<Vec<Vector>, EmbedError> {
+    let rows = batch.len();
+    let cols = cols.max(batch.iter().map(|ids| ids.len()).max().unwrap_or(0)).max(1);
+    let mut input_ids = vec![0i64; rows * cols];
+    let mut attention_mask = vec![0i64; rows * cols];
+    for (row, ids) in batch.iter().enumerate() {
+        for (col, &id) in ids.iter().enumerate() {
+            input_ids[row * cols + col] = i64::from(id);
+            attention_mask[row * cols + col] = 1;
+        }
+    }
+    let token_type_ids = vec![0i64; rows * cols];
+    let shape = [rows, cols];
+    let inference = |e: ort::Error| EmbedError::Inference(e.to_string());
+    let ids_tensor = TensorRef::from_array_view((shape, input_ids.as_slice())).map_err(inference)?;
+    let mask_tensor = TensorRef::from_array_view((shape, attention_mask.as_slice())).map_err(inference)?;
+    let mut session = session.lock().map_err(|_| EmbedError::Inference("a previous inference panicked".into()))?;
+    let outputs = if needs_token_type_ids {
+        let types_tensor = TensorRef::from_array_view((shape, token_type_ids.as_slice())).map_err(inference)?;
+        session.run(ort::inputs![
+            "input_ids" => ids_tensor,
+            "attention_mask" => mask_tensor,
+            "token_type_ids" => types_tensor,
+        ])
+    } else {
+        session.run(ort::inputs!["input_ids" => ids_tensor, "attention_mask" => mask_tensor])
+    }
+    .map_err(inference)?;
+    let (out_shape, hidden) = outputs[0].try_extract_tensor::<f32>().map_err(inference)?;
+    let dims: &[i64] = out_shape;
+    let dim = match dims {
+        [r, c, d] if *r as usize == rows && *c as usize == cols => *d as usize,
+        other => {
+            return Err(EmbedError::Inference(format!("unexpected output shape {other:?} for a {rows}×{cols} batch")));
+        }
+    };
+    // Mean pooling over the attention mask.
+    let mut vectors = Vec::with_capacity(rows);
+    for (row, ids) in batch.iter().enumerate() {
+        let mut sum = vec![0.0f32; dim];
+        let len = ids.len().max(1);
+        for col in 0..ids.len() {
+            let token = &hidden[(row * cols + col) * dim..(row * cols + col + 1) * dim];
+            sum.iter_mut().zip(token).for_each(|(s, t)| *s += t);
+        }
+        sum.iter_mut().for_each(|s| *s /= len as f32);
+        vectors.push(Vector::normalized(sum));
+    }
+    Ok(vectors)
+}
+
+pub(super) fn every_cpu() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-fn new_session(
+pub(super) fn new_session(
     environment: &ort::environment::Environment,
     model: &std::path::Path,
     threads: usize,
@@ -346,6 +370,13 @@ impl Embedder for OnnxEmbedder {
             }
         }
         Ok(out.into_iter().flatten().collect())
+    }
+
+    fn reranker(&self) -> Result<&dyn Reranker, EmbedError> {
+        match &self.reranker {
+            Ok(reranker) => Ok(reranker),
+            Err(why) => Err(EmbedError::NoReranker(why.clone())),
+        }
     }
 
     fn embed_query(&self, text: &str) -> Result<Vector, EmbedError> {

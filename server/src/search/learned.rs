@@ -277,23 +277,37 @@ pub fn weights() -> Option<&'static Weights> {
 }
 
 impl Weights {
-    /// The fused score, squashed into (0, 1) so scores stay comparable in size with the other
-    /// modes' (the order is the linear score's).
-    pub fn score(&self, features: &[f32; FEATURES.len()]) -> f32 {
-        let linear: f32 = features
+    /// The fused score before squashing: what a reranker's score is added to.
+    pub fn linear(&self, features: &[f32; FEATURES.len()]) -> f32 {
+        features
             .iter()
             .zip(&self.mean)
             .zip(&self.std)
             .zip(&self.weights)
             .map(|(((x, mean), std), w)| w * (x - mean) / std.max(1e-6))
-            .sum();
-        1.0 / (1.0 + (-linear).exp())
+            .sum()
     }
+
+    /// The fused score, squashed into (0, 1) so scores stay comparable in size with the other
+    /// modes' (the order is the linear score's).
+    pub fn score(&self, features: &[f32; FEATURES.len()]) -> f32 {
+        squash(self.linear(features))
+    }
+}
+
+/// A linear score squashed into (0, 1), order kept.
+pub fn squash(linear: f32) -> f32 {
+    1.0 / (1.0 + (-linear).exp())
 }
 
 /// Ranks the candidates by the learned score, best first.
 pub fn rank(candidates: &[Candidate], weights: &Weights) -> Vec<(usize, f32)> {
-    let mut ranked: Vec<(usize, f32)> = candidates.iter().map(|c| (c.chunk, weights.score(&c.features))).collect();
+    rank_linear(candidates, weights).into_iter().map(|(chunk, linear)| (chunk, squash(linear))).collect()
+}
+
+/// Ranks the candidates by the learned linear score (not squashed), best first.
+pub fn rank_linear(candidates: &[Candidate], weights: &Weights) -> Vec<(usize, f32)> {
+    let mut ranked: Vec<(usize, f32)> = candidates.iter().map(|c| (c.chunk, weights.linear(&c.features))).collect();
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     ranked
 }

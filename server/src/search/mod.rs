@@ -5,6 +5,9 @@
 //! * `lexical` — BM25 over code-aware tokens;
 //! * `hybrid` (default) — both rankings fused (see [`Fusion`]).
 //!
+//! With `rerank`, a cross-encoder re-sorts the hybrid ranking's best [`RERANK_DEPTH`]
+//! candidates ([`rerank`]): better, and slower by one model run per candidate.
+//!
 //! Results are chunks in editor terms (path, 1-based inclusive lines, symbol, score), with
 //! overlapping chunks of one file collapsed to the best one.
 
@@ -16,7 +19,7 @@ use globset::{Glob, GlobMatcher};
 use serde::Serialize;
 
 use crate::chunk::ChunkKind;
-use crate::embed::{Embedder, Vector};
+use crate::embed::{Embedder, Reranker, Vector};
 use crate::index::{ChunkRef, IndexError, Snapshot};
 use crate::lang::Language;
 
@@ -77,6 +80,8 @@ pub struct Query {
     /// Exact scan instead of the HNSW graph.
     pub exact: bool,
     pub fusion: Fusion,
+    /// Re-sort the best candidates with the reranker (hybrid mode with the learned fusion only).
+    pub rerank: bool,
 }
 
 impl Query {
@@ -90,6 +95,7 @@ impl Query {
             min_score: None,
             exact: false,
             fusion: Fusion::default(),
+            rerank: false,
         }
     }
 }
@@ -131,6 +137,8 @@ pub enum SearchError {
     Glob { glob: String, message: String },
     #[error("{0} mode needs the embedding model, which is not loaded")]
     NoEmbedder(&'static str),
+    #[error("reranking works on the hybrid ranking only, not {0}")]
+    RerankMode(&'static str),
     #[error("{0} is not inside an indexed workspace folder")]
     OutsideWorkspace(std::path::PathBuf),
     #[error(transparent)]
@@ -151,6 +159,14 @@ pub fn search(
     query: &Query,
 ) -> Result<SearchResults, SearchError> {
     let start = Instant::now();
+    if query.rerank {
+        rerank_applies(query)?;
+    }
+    let reranker = match (query.rerank, embedder) {
+        (false, _) => None,
+        (true, None) => return Err(SearchError::NoEmbedder("reranking")),
+        (true, Some(embedder)) => Some(embedder.reranker()?),
+    };
     let needs_dense = query.mode != Mode::Lexical;
     let vector = if needs_dense && !query.text.trim().is_empty() {
         let embedder =
@@ -159,7 +175,17 @@ pub fn search(
     } else {
         None
     };
-    search_with_vector(snapshot, vector.as_ref(), query, None, start)
+    search_with(snapshot, vector.as_ref(), reranker, query, None, start)
+}
+
+/// Reranking adds to the learned fusion's linear score, so it needs that ranking.
+pub fn rerank_applies(query: &Query) -> Result<(), SearchError> {
+    match (query.mode, query.fusion) {
+        (Mode::Hybrid, Fusion::Learned) if learned::weights().is_some() => Ok(()),
+        (Mode::Dense, _) => Err(SearchError::RerankMode("dense mode")),
+        (Mode::Lexical, _) => Err(SearchError::RerankMode("lexical mode")),
+        _ => Err(SearchError::RerankMode("a fixed fusion")),
+    }
 }
 
 /// The query's `--path` glob, compiled (paths are root-relative, `/`-separated).
@@ -184,6 +210,26 @@ pub fn search_with_vector(
     exclude: Option<&dyn Fn(&ChunkRef<'_>) -> bool>,
     start: Instant,
 ) -> Result<SearchResults, SearchError> {
+    search_with(snapshot, vector, None, query, exclude, start)
+}
+
+/// [`search_with_vector`] with the reranker a `rerank` query needs.
+pub fn search_with(
+    snapshot: &Snapshot,
+    vector: Option<&Vector>,
+    reranker: Option<&dyn Reranker>,
+    query: &Query,
+    exclude: Option<&dyn Fn(&ChunkRef<'_>) -> bool>,
+    start: Instant,
+) -> Result<SearchResults, SearchError> {
+    if query.rerank {
+        rerank_applies(query)?;
+    }
+    let reranker = match (query.rerank, reranker) {
+        (false, _) => None,
+        (true, None) => return Err(SearchError::NoEmbedder("reranking")),
+        (true, Some(reranker)) => Some(reranker),
+    };
     let glob = path_matcher(query)?;
     let filtered = glob.is_some() || query.language.is_some() || exclude.is_some();
     let accept = |chunk: &ChunkRef<'_>| -> bool {
@@ -208,7 +254,12 @@ pub fn search_with_vector(
         Mode::Lexical => lexical,
         Mode::Hybrid => match (query.fusion, learned::weights()) {
             (Fusion::Learned, Some(weights)) => {
-                learned::rank(&learned::candidates(snapshot, vector, &query.text, &dense, &lexical), weights)
+                let candidates = learned::candidates(snapshot, vector, &query.text, &dense, &lexical);
+                let mut ranked = learned::rank_linear(&candidates, weights);
+                if let Some(reranker) = reranker {
+                    rerank(snapshot, reranker, &query.text, &mut ranked)?;
+                }
+                ranked.into_iter().map(|(chunk, linear)| (chunk, learned::squash(linear))).collect()
             }
             (fusion, _) => fuse(&dense, &lexical, fusion),
         },
@@ -255,6 +306,52 @@ pub fn search_with_vector(
         degraded,
         results: hits,
     })
+}
+
+/// How many of the best candidates the reranker re-sorts. Measured over the best 10 and 5 on
+/// the validation packages: 10 gains the most (scripts/training/README.md); each costs one
+/// model run (~17 ms on two cores).
+pub const RERANK_DEPTH: usize = 10;
+
+/// Re-sorts the best [`RERANK_DEPTH`] of `ranked` (learned linear scores, best first) by
+/// linear score + weight × reranker score, as the reranker was evaluated. The rest move below
+/// them with their differences kept, so scores still fall down the list.
+fn rerank(snapshot: &Snapshot, reranker: &dyn Reranker, query: &str, ranked: &mut Ranking) -> Result<(), SearchError> {
+    let n = ranked.len().min(RERANK_DEPTH);
+    if n == 0 || query.trim().is_empty() {
+        return Ok(());
+    }
+    let mut files: std::collections::HashMap<&str, Option<Vec<String>>> = std::collections::HashMap::new();
+    let texts: Vec<String> = ranked[..n]
+        .iter()
+        .map(|&(index, _)| {
+            let Some(chunk) = snapshot.chunk(index) else { return String::new() };
+            let lines = files.entry(chunk.path).or_insert_with(|| {
+                let path = crate::walk::resolve(&snapshot.location.root, chunk.path);
+                std::fs::read_to_string(path).ok().map(|text| text.lines().map(str::to_string).collect())
+            });
+            // What the reranker was trained on: the path, then the chunk's lines as they are now
+            // (a file gone since indexing leaves the path alone).
+            let code = lines.as_ref().map_or_else(String::new, |lines| {
+                let start = chunk.start_line.saturating_sub(1) as usize;
+                let end = (chunk.end_line as usize).min(lines.len());
+                lines.get(start..end).map_or_else(String::new, |l| l.join("\n"))
+            });
+            format!("{}\n{code}", chunk.path)
+        })
+        .collect();
+    let passages: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let scores = reranker.score(query, &passages)?;
+    let weight = reranker.weight();
+    for ((_, score), extra) in ranked[..n].iter_mut().zip(scores) {
+        *score += weight * extra;
+    }
+    ranked[..n].sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    if let (Some(&(_, floor)), Some(&(_, next))) = (ranked.get(n - 1), ranked.get(n)) {
+        let shift = (next - floor).max(0.0) + 1e-3;
+        ranked[n..].iter_mut().for_each(|r| r.1 -= shift);
+    }
+    Ok(())
 }
 
 /// The query, if it is one identifier written as code (`parse_config`, `parseConfig`,
