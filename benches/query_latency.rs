@@ -63,17 +63,19 @@ fn main() {
     println!("|---|---:|---:|---:|");
     // The default hybrid (learned fusion) beside the fixed 0.5/0.5 sum: what the learned
     // fusion's features cost per query, in the same run.
+    // `--rerank` adds one reranker run per candidate it re-sorts (the best 10).
     let runs = [
-        ("Hybrid (default: learned fusion)", Mode::Hybrid, Fusion::Learned),
-        ("Hybrid (weighted 0.5/0.5)", Mode::Hybrid, Fusion::Weighted { dense_weight: 0.5 }),
-        ("Dense", Mode::Dense, Fusion::default()),
-        ("Lexical", Mode::Lexical, Fusion::default()),
+        ("Hybrid (default: learned fusion)", Mode::Hybrid, Fusion::Learned, false),
+        ("Hybrid + reranker over the best 10 (--rerank)", Mode::Hybrid, Fusion::Learned, true),
+        ("Hybrid (weighted 0.5/0.5)", Mode::Hybrid, Fusion::Weighted { dense_weight: 0.5 }, false),
+        ("Dense", Mode::Dense, Fusion::default(), false),
+        ("Lexical", Mode::Lexical, Fusion::default(), false),
     ];
-    for (label, mode, fusion) in runs {
+    for (label, mode, fusion, rerank) in runs {
         let mut times = Vec::new();
         for _ in 0..rounds {
             for q in &queries {
-                let query = Query { mode, fusion, ..Query::new(q.clone()) };
+                let query = Query { mode, fusion, rerank, ..Query::new(q.clone()) };
                 let t = Instant::now();
                 let _ = search(&snapshot, Some(&embedder), &query).unwrap();
                 times.push(t.elapsed().as_secs_f64() * 1000.0);

@@ -3,7 +3,9 @@
 //! comments blanked (line numbers kept) so the answer cannot be string-matched.
 //!
 //! `bash benches/retrieval/build.sh [--quick]` builds the data; then
-//! `cargo bench --bench retrieval -- [--quick] [--model NAME] [--json OUT] [--check [--floor chunk_r5=X,chunk_mrr=Y,file_r1=Z]] [--no-baseline]`
+//! `cargo bench --bench retrieval -- [--quick] [--model NAME] [--json OUT] [--check [--floor chunk_r5=X,chunk_mrr=Y,file_r1=Z]] [--no-baseline] [--rerank [--rerank-floor chunk_r5=X,...]]`
+//! (`--rerank` adds the `--rerank` search mode as a system; `--rerank-floor` checks it as `--floor`
+//! checks the default)
 //! `cargo bench --bench retrieval -- --header none|symbol|path --chunk-tokens N` evaluates an
 //! indexing variant (embedding header, chunk budget) with hybrid/dense/lexical only; so does
 //! `--vectors int8` (the vector file in int8, converted from a copy of the f32 index).
@@ -36,7 +38,7 @@ mod static_tier;
 
 use raggrep::embed::{Assets, EmbedOptions, Embedder, OnnxEmbedder, QueryEncoder, Vector};
 use raggrep::index::{self, IndexLocation, IndexOptions, Snapshot, VectorEncoding};
-use raggrep::search::{Fusion, Mode, Query, search_with_vector};
+use raggrep::search::{Fusion, Mode, Query, search_with};
 use raggrep::walk::{WalkOptions, read_source, walk};
 use serde::Deserialize;
 
@@ -266,6 +268,12 @@ fn main() {
         });
         eprintln!("variant {variant_name}: {:?}", options.chunk);
     }
+    const RERANK: &str = "raggrep hybrid (learned fusion) + reranker over the best 10 (--rerank)";
+    let rerank = args.iter().any(|a| a == "--rerank");
+    if rerank {
+        systems.insert(1, (RERANK, Some(Mode::Hybrid), Fusion::Learned, true));
+    }
+    let reranker = rerank.then(|| embedder.reranker().expect("--rerank: the reranker (run scripts/bootstrap.sh)"));
     const TEAM: &str = "team index (PostgreSQL + pgvector), hybrid";
     let mut team = arg("--team").map(|raw| {
         let url = raggrep::team::TeamUrl::parse(&raw).unwrap();
@@ -360,8 +368,10 @@ fn main() {
                             .collect()
                     }
                     Some(mode) => {
-                        let query = Query { k: 10, mode: *mode, fusion: *fusion, ..Query::new(gold.query.clone()) };
-                        search_with_vector(&snapshot, Some(vector), &query, None, Instant::now())
+                        let rerank = *name == RERANK;
+                        let query =
+                            Query { k: 10, mode: *mode, fusion: *fusion, rerank, ..Query::new(gold.query.clone()) };
+                        search_with(&snapshot, Some(vector), reranker.filter(|_| rerank), &query, None, Instant::now())
                             .unwrap()
                             .results
                             .into_iter()
@@ -439,19 +449,24 @@ fn main() {
         assert!(hybrid.file[2] > 0.0, "hybrid file recall@10 is zero");
         assert!(scores[systems.len() - 1]["all"].n == hybrid.n, "last system evaluated on other queries");
         // Regression floors for the default ranking (quality, not speed): `--floor
-        // chunk_r5=0.60,chunk_mrr=0.45,file_r1=0.60` fails the run when the default falls below.
-        if let Some(floors) = arg("--floor") {
-            for floor in floors.split(',') {
+        // chunk_r5=0.60,chunk_mrr=0.45,file_r1=0.60` fails the run when the default falls below;
+        // `--rerank-floor` does the same for the --rerank system.
+        let floors = [("--floor", Some(0)), ("--rerank-floor", systems.iter().position(|s| s.0 == RERANK))];
+        for (flag, system) in floors {
+            let Some(list) = arg(flag) else { continue };
+            let system = system.unwrap_or_else(|| panic!("{flag} needs --rerank"));
+            let x = &scores[system]["all"];
+            for floor in list.split(',') {
                 let (name, min) = floor.split_once('=').expect("--floor name=value,...");
                 let min: f64 = min.parse().expect("--floor value is a number");
                 let value = match name {
-                    "chunk_r5" => hybrid.chunk[1] / hybrid.n as f64,
-                    "chunk_mrr" => hybrid.chunk_mrr / hybrid.n as f64,
-                    "file_r1" => hybrid.file[0] / hybrid.n as f64,
-                    other => panic!("--floor knows chunk_r5, chunk_mrr, file_r1, not {other}"),
+                    "chunk_r5" => x.chunk[1] / x.n as f64,
+                    "chunk_mrr" => x.chunk_mrr / x.n as f64,
+                    "file_r1" => x.file[0] / x.n as f64,
+                    other => panic!("{flag} knows chunk_r5, chunk_mrr, file_r1, not {other}"),
                 };
-                assert!(value >= min, "default ranking regressed: {name} {value:.3} < floor {min}");
-                eprintln!("floor {name}: {value:.3} >= {min}");
+                assert!(value >= min, "{} regressed: {name} {value:.3} < floor {min}", systems[system].0);
+                eprintln!("{flag} {name}: {value:.3} >= {min}");
             }
         }
         eprintln!("check: ok");

@@ -4,7 +4,7 @@
 #   raggrep-<version>-linux-x64.tar.gz
 #     raggrep-<version>-linux-x64/
 #       bin/raggrep                                       the binary
-#       share/raggrep/models/all-minilm-l6-v2-int8/       default model, tokenizer, query model, licence
+#       share/raggrep/models/all-minilm-l6-v2-int8/       default model, tokenizer, query model, reranker, licence
 #       share/raggrep/runtime/onnxruntime-1.31.1/         ONNX Runtime's library + its licences
 #       share/raggrep/nvim/                               the Neovim plugin (finds ../../../bin/raggrep)
 #       share/raggrep/helix/languages.toml                the Helix snippet
@@ -48,7 +48,7 @@ name="raggrep-${version}-linux-x64"
 cache="${RAGGREP_HOME:-$HOME/.cache/raggrep}"
 model="$cache/models/all-minilm-l6-v2-int8"
 runtime="$cache/runtime/onnxruntime-1.31.1"
-for needed in "$model/model.onnx" "$model/tokenizer.json" "$model/raggrep-model.json" "$runtime/libonnxruntime.so.1.31.1"; do
+for needed in "$model/model.onnx" "$model/tokenizer.json" "$model/raggrep-model.json" "$model/rerank-model.onnx" "$model/rerank-model.json" "$runtime/libonnxruntime.so.1.31.1"; do
   [[ -f $needed ]] || { echo "package: $needed is missing (the bootstrap should have installed it)" >&2; exit 1; }
 done
 

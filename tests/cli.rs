@@ -182,6 +182,86 @@ fn json_contract_and_json_lines_from_stdin() {
 }
 
 #[test]
+fn rerank_resorts_the_best_candidates_with_the_reranker() {
+    let ws = Workspace::polyglot();
+    ws.index();
+    let cases = [
+        ("check whether an API token is still valid", "src/auth.py", "validate_token"),
+        ("read the application settings from a JSON file", "web/config.ts", "loadConfig"),
+        ("compute a checksum of some bytes", "src/checksum.rs", "adler32"),
+        ("multiply two matrices", "lib/matrix.c", "matmul"),
+    ];
+    for (query, path, symbol) in cases {
+        let plain = ws.query(&[query]);
+        let reranked = ws.query(&["--rerank", query]);
+        assert_eq!(reranked["reranked_by"], "all-minilm-l6-v2-rerank-int8", "{reranked}");
+        assert!(plain.get("reranked_by").is_none(), "{plain}");
+        assert_eq!(hits(&reranked)[0], (path.to_string(), symbol.to_string()), "{query:?}: {:?}", hits(&reranked));
+        let scores: Vec<f64> =
+            reranked["results"].as_array().unwrap().iter().map(|h| h["score"].as_f64().unwrap()).collect();
+        assert!(scores.windows(2).all(|w| w[0] >= w[1]), "scores fall down the list: {scores:?}");
+        // The reranker moved the scores: its own evidence was added, not a no-op.
+        let plain_scores: Vec<f64> =
+            plain["results"].as_array().unwrap().iter().map(|h| h["score"].as_f64().unwrap()).collect();
+        assert_ne!(scores, plain_scores, "{query:?}");
+    }
+    // JSON Lines from stdin rerank each query too.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_raggrep"))
+        .args(["query", "--rerank", "-k", "1", "-"])
+        .current_dir(ws.root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        writeln!(child.stdin.take().unwrap(), "multiply two matrices\nload the configuration file").unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<Value> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["results"][0]["symbol"], "matmul");
+    assert!(lines.iter().all(|l| l["reranked_by"] == "all-minilm-l6-v2-rerank-int8"), "{lines:?}");
+    // Human output as without --rerank.
+    let out = ws.ok(&["query", "--rerank", "-k", "1", "multiply two matrices"]);
+    assert!(String::from_utf8(out.stdout).unwrap().starts_with("lib/matrix.c:1-11  "));
+}
+
+#[test]
+fn rerank_without_a_reranker_or_outside_hybrid_mode_says_why() {
+    let ws = Workspace::polyglot();
+    ws.index();
+    for (args, says) in [
+        (vec!["query", "--rerank", "--mode", "lexical", "x"], "hybrid ranking only, not lexical mode"),
+        (vec!["query", "--rerank", "--mode", "dense", "x"], "hybrid ranking only, not dense mode"),
+        (vec!["query", "--rerank", "--from", "postgres://nobody@127.0.0.1:1/x", "x"], "--rerank"),
+    ] {
+        let out = ws.raggrep(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert!(stderr.starts_with("raggrep: ") && stderr.contains(says), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    }
+    // A model directory without the reranker: plain search works, --rerank names the fix.
+    let installed = raggrep::embed::Assets::locate(None, None).unwrap();
+    let model = tempfile::tempdir().unwrap();
+    for file in ["model.onnx", "tokenizer.json", "raggrep-model.json", "query-model.onnx", "query-model.json"] {
+        std::os::unix::fs::symlink(installed.model_dir.join(file), model.path().join(file)).unwrap();
+    }
+    let model = model.path().to_str().unwrap();
+    let plain = ws.raggrep(&["--model", model, "query", "--json", "multiply two matrices"]);
+    assert!(plain.status.success(), "{}", String::from_utf8_lossy(&plain.stderr));
+    let out = ws.raggrep(&["--model", model, "query", "--rerank", "multiply two matrices"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("no reranker is installed") && stderr.contains("bootstrap"), "{stderr}");
+    assert!(out.stdout.is_empty(), "nothing half-answered on stdout");
+}
+
+#[test]
 fn filters_and_zero_results() {
     let ws = Workspace::polyglot();
     ws.index();

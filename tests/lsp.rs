@@ -183,6 +183,18 @@ fn language_server_end_to_end() {
     assert_eq!(search["results"][0]["symbol"], "matmul");
     assert_eq!(search["results"][0]["path"], "lib/matrix.c");
     assert!(search["results"][0]["uri"].as_str().unwrap().starts_with("file://"));
+    assert!(search.get("reranked_by").is_none(), "{search}");
+    // `rerank`: the reranker re-sorts the best candidates and says so.
+    let reranked =
+        client.command("raggrep.search", json!({"query": "multiply two matrices", "k": 3, "rerank": true}));
+    assert_eq!(reranked["results"][0]["symbol"], "matmul", "{reranked}");
+    assert_eq!(reranked["reranked_by"], "all-minilm-l6-v2-rerank-int8", "{reranked}");
+    assert_ne!(reranked["results"][0]["score"], search["results"][0]["score"], "the reranker's score counts");
+    let refused = client.request_full(
+        "workspace/executeCommand",
+        json!({"command": "raggrep.search", "arguments": [{"query": "x", "mode": "lexical", "rerank": true}]}),
+    );
+    assert!(refused["error"]["message"].as_str().unwrap().contains("hybrid ranking only"), "{refused}");
 
     // Multi-root: a second folder (a Go module: no consent needed) is indexed and searched.
     client.notify(

@@ -146,6 +146,9 @@ pub struct SearchResponse {
     /// `k` was larger than a door allows and was lowered, in words.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub k_capped: Option<String>,
+    /// The reranker that re-sorted the best results (a `rerank` search), by model id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reranked_by: Option<String>,
     /// The team index's answer, when a door adds it as an extra source (the language server's
     /// `team` setting): ranked apart from `results`, whose scores it does not share.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -176,6 +179,7 @@ impl SearchResponse {
             results: hits,
             budget: None,
             k_capped: None,
+            reranked_by: results.reranked_by.clone(),
             team: None,
         }
     }
@@ -565,6 +569,23 @@ mod tests {
             results: vec![Hit::new(&root_hit(), false)],
             budget: None,
             k_capped: None,
+            reranked_by: None,
+            team: None,
+        };
+        insta::assert_json_snapshot!(response);
+    }
+
+    #[test]
+    fn search_response_reranked() {
+        let response = SearchResponse {
+            query: "where are API tokens validated".into(),
+            took_ms: 181.5,
+            partial: false,
+            degraded: None,
+            results: vec![Hit::new(&root_hit(), false)],
+            budget: None,
+            k_capped: None,
+            reranked_by: Some("all-minilm-l6-v2-rerank-int8".into()),
             team: None,
         };
         insta::assert_json_snapshot!(response);
@@ -585,6 +606,7 @@ mod tests {
             results: vec![Hit::from_team(&hit)],
             budget: None,
             k_capped: None,
+            reranked_by: None,
             team: None,
         };
         insta::assert_json_snapshot!(response);
@@ -603,6 +625,7 @@ mod tests {
             results: vec![hit],
             budget: None,
             k_capped: None,
+            reranked_by: None,
             team: None,
         };
         insta::assert_json_snapshot!(response);
@@ -626,6 +649,7 @@ mod tests {
             results: vec![local],
             budget: None,
             k_capped: None,
+            reranked_by: None,
             team: Some(TeamSection {
                 source: "postgres://dev:***@db.internal/code".into(),
                 took_ms: 18.5,
@@ -655,6 +679,7 @@ mod tests {
             results: vec![hit],
             budget: Some(Budget { tokens: 61, omitted: 3 }),
             k_capped: Some("k 500 was capped at 100".into()),
+            reranked_by: None,
             team: None,
         };
         insta::assert_json_snapshot!(response);

@@ -546,6 +546,11 @@ impl Workspace {
         self.overlays.remove(&canonical_or_parent(path));
     }
 
+    /// The id of the reranker a `rerank` query uses, if one is installed.
+    pub fn reranker_id(&self) -> Option<String> {
+        self.embedder.reranker().ok().map(|r| r.id().to_string())
+    }
+
     /// Searches every root; hits are merged by score.
     pub fn search(&self, query: &Query) -> Result<Vec<RootHit>, SearchError> {
         let started = Instant::now();

@@ -2,8 +2,8 @@
 # Installs the release bundle like a new user on a clean machine and uses it: a fresh HOME, a
 # PATH without cargo, python or pip, every proxy variable pointing at a closed port (any network
 # use would fail), the bundle unpacked, moved elsewhere, and run from there: index and query a
-# fixture, the query model found, and `raggrep lsp` answering a search. Last line: "N passed,
-# M failed".
+# fixture (also with the bundle's reranker), the query model found, and `raggrep lsp` answering
+# a search. Last line: "N passed, M failed".
 #
 #   bash tests/install/run.sh [dist/raggrep-<version>-linux-x64[-debug].tar.gz]
 #   (no argument: $RAGGREP_TARBALL, else the bundle built around the debug binary first with
@@ -65,6 +65,11 @@ user sh -c "cd '$home/project' && '$bin' query --json -k 3 'check that an API to
 detail="$(cat "$work/query.json") $(cat "$work/err")"
 check "query: the right function first" \
   python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"]; assert r[0]["location"] == "src/auth.py:19-25", r' "$work/query.json"
+
+user sh -c "cd '$home/project' && '$bin' query --json --rerank -k 3 'check that an API token has not expired'" >"$work/rerank.json" 2>"$work/err"
+detail="$(cat "$work/rerank.json") $(cat "$work/err")"
+check "query --rerank: the bundle's reranker re-sorts, the right function first" \
+  python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["reranked_by"] == "all-minilm-l6-v2-rerank-int8" and r["results"][0]["location"] == "src/auth.py:19-25", r' "$work/rerank.json"
 
 user "$bin" embed "hello" >"$work/embed.txt" 2>&1
 detail="$(cat "$work/embed.txt")"

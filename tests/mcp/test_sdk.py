@@ -210,8 +210,18 @@ async def run_checks(client, root, transport):
     lexical = await call(client, "search", {"query": "validate_token", "mode": "lexical", "k": 1})
     check("search: lexical mode", locations(lexical)[:1] and locations(lexical)[0].startswith("src/auth.py:"),
           repr(locations(lexical)))
-    nulls = await call(client, "search", {"query": "token", "k": None, "mode": None, "path": None, "lang": None})
+    nulls = await call(client, "search", {"query": "token", "k": None, "mode": None, "path": None, "lang": None,
+                                         "rerank": None})
     check("search: null for left-out arguments", not nulls.is_error and locations(nulls), text_of(nulls)[:200])
+    reranked = (await call(client, "search", {"query": "check whether an API token is still valid", "k": 5,
+                                              "rerank": True})).structured_content or {}
+    check("search: rerank re-sorts with the reranker and says so",
+          reranked.get("reranked_by") == "all-minilm-l6-v2-rerank-int8"
+          and reranked["results"][0]["location"].startswith("src/auth.py:")
+          and "reranked_by" not in sc, repr(reranked)[:300])
+    bad_rerank = await call(client, "search", {"query": "token", "mode": "lexical", "rerank": True})
+    check("search: rerank outside hybrid mode is a tool error that says why",
+          bad_rerank.is_error and "hybrid ranking only" in text_of(bad_rerank), text_of(bad_rerank)[:200])
     huge = await call(client, "search", {"query": "token", "k": 1_000_000})
     check("search: huge k is capped, not an error",
           not huge.is_error and "k_capped" in (huge.structured_content or {}), text_of(huge)[:200])

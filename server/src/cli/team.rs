@@ -137,6 +137,7 @@ fn response(results: &TeamResults) -> wire::SearchResponse {
         results: results.results.iter().map(wire::Hit::from_team).collect(),
         budget: None,
         k_capped: None,
+        reranked_by: None,
         team: None,
     }
 }

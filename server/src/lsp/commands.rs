@@ -25,6 +25,7 @@ struct SearchArgs {
     mode: Option<String>,
     path: Option<String>,
     lang: Option<String>,
+    rerank: Option<bool>,
 }
 
 #[derive(serde::Deserialize)]
@@ -68,15 +69,22 @@ pub(super) async fn execute_command(backend: &Backend, params: ExecuteCommandPar
                 None => None,
                 Some(l) => Some(Language::from_name(l).ok_or_else(|| invalid(format!("unknown language {l:?}")))?),
             };
-            let query =
-                Query { k: a.k.unwrap_or(default_k), mode, path_glob: a.path, language, ..Query::new(a.query.clone()) };
+            let query = Query {
+                k: a.k.unwrap_or(default_k),
+                mode,
+                path_glob: a.path,
+                language,
+                rerank: a.rerank.unwrap_or(false),
+                ..Query::new(a.query.clone())
+            };
             let started = std::time::Instant::now();
             let state = backend.state.clone();
-            let (hits, partial, degraded, team) = backend
+            let (hits, partial, degraded, reranked_by, team) = backend
                 .blocking(move |ws| {
                     let hits = ws.search(&query)?;
                     let team = super::team::section(&state.team, &ws, &query);
-                    Ok((hits, ws.is_partial(), ws.degraded(query.mode), team))
+                    let reranked_by = query.rerank.then(|| ws.reranker_id()).flatten();
+                    Ok((hits, ws.is_partial(), ws.degraded(query.mode), reranked_by, team))
                 })
                 .await?;
             reply(wire::SearchResponse {
@@ -87,6 +95,7 @@ pub(super) async fn execute_command(backend: &Backend, params: ExecuteCommandPar
                 results: hits.iter().map(to_proto::hit).collect(),
                 budget: None,
                 k_capped: None,
+                reranked_by,
                 team,
             })
         }

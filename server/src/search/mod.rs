@@ -127,6 +127,9 @@ pub struct SearchResults {
     /// in words; absent when all is well.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub degraded: Option<String>,
+    /// The reranker that re-sorted the best candidates (a `rerank` query), by model id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reranked_by: Option<String>,
     pub results: Vec<Hit>,
 }
 
@@ -245,6 +248,7 @@ pub fn search_with(
             took_ms: start.elapsed().as_secs_f64() * 1000.0,
             partial: snapshot.is_partial(),
             degraded: None,
+            reranked_by: None,
             results: Vec::new(),
         });
     }
@@ -304,6 +308,7 @@ pub fn search_with(
         took_ms: start.elapsed().as_secs_f64() * 1000.0,
         partial: snapshot.is_partial(),
         degraded,
+        reranked_by: reranker.map(|r| r.id().to_string()),
         results: hits,
     })
 }
