@@ -10,8 +10,8 @@
 #       share/raggrep/helix/languages.toml                the Helix snippet
 #       README.md LICENSE THIRD_PARTY.md
 #   raggrep-linux-x64.vsix
-#     the VS Code extension for linux-x64 with the same bin/ and share/raggrep/{models,runtime}:
-#     it runs its own server, no raggrep on PATH and no cache needed
+#     the VS Code extension for linux-x64 with the same bin/ and share/raggrep/{models,runtime}
+#     (without the reranker): it runs its own server, no raggrep on PATH and no cache needed
 #   SHA256SUMS
 #
 # The binary looks for share/raggrep next to its own bin/ directory before the user's cache, so
@@ -97,6 +97,9 @@ cp -r "$ext/images" "$vstage/"
 cp "$ext/dist/extension.js" "$vstage/dist/"
 cp -r "$stage/bin" "$vstage/"
 cp -r "$stage/share/raggrep/models" "$stage/share/raggrep/runtime" "$vstage/share/raggrep/"
+# The editor never asks for `--rerank` (a CLI and MCP option), and its 23 MB would break the
+# extension's 60 MB budget: the extension's server says "no reranker is installed" if asked.
+rm -f "$vstage"/share/raggrep/models/*/rerank-model.*
 cp THIRD_PARTY.md "$vstage/"
 chmod -R u=rwX,go=rX "$vstage"
 find "$vstage" -exec touch -h -d "@$epoch" {} +
