@@ -185,8 +185,7 @@ fn language_server_end_to_end() {
     assert!(search["results"][0]["uri"].as_str().unwrap().starts_with("file://"));
     assert!(search.get("reranked_by").is_none(), "{search}");
     // `rerank`: the reranker re-sorts the best candidates and says so.
-    let reranked =
-        client.command("raggrep.search", json!({"query": "multiply two matrices", "k": 3, "rerank": true}));
+    let reranked = client.command("raggrep.search", json!({"query": "multiply two matrices", "k": 3, "rerank": true}));
     assert_eq!(reranked["results"][0]["symbol"], "matmul", "{reranked}");
     assert_eq!(reranked["reranked_by"], "all-minilm-l6-v2-rerank-int8", "{reranked}");
     assert_ne!(reranked["results"][0]["score"], search["results"][0]["score"], "the reranker's score counts");
