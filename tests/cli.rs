@@ -205,6 +205,10 @@ fn rerank_resorts_the_best_candidates_with_the_reranker() {
             plain["results"].as_array().unwrap().iter().map(|h| h["score"].as_f64().unwrap()).collect();
         assert_ne!(scores, plain_scores, "{query:?}");
     }
+    // A blank query gives the reranker nothing to read: no results, and no claim of reranking.
+    let blank = ws.query(&["--rerank", " "]);
+    assert_eq!(blank["results"], serde_json::json!([]));
+    assert!(blank.get("reranked_by").is_none(), "{blank}");
     // JSON Lines from stdin rerank each query too.
     let mut child = Command::new(env!("CARGO_BIN_EXE_raggrep"))
         .args(["query", "--rerank", "-k", "1", "-"])

@@ -554,11 +554,7 @@ impl Workspace {
     /// Searches every root; hits are merged by score.
     pub fn search(&self, query: &Query) -> Result<Vec<RootHit>, SearchError> {
         let started = Instant::now();
-        // Asked before any work, so a missing reranker or a mode it cannot serve fails fast.
-        if query.rerank {
-            search::rerank_applies(query)?;
-        }
-        let reranker = if query.rerank { Some(self.embedder.reranker()?) } else { None };
+        let reranker = search::reranker_for(query, Some(self.embedder.as_ref()))?;
         let vector = if query.mode != Mode::Lexical && !query.text.trim().is_empty() {
             Some(self.embedder.embed_query(&query.text)?)
         } else {

@@ -162,14 +162,7 @@ pub fn search(
     query: &Query,
 ) -> Result<SearchResults, SearchError> {
     let start = Instant::now();
-    if query.rerank {
-        rerank_applies(query)?;
-    }
-    let reranker = match (query.rerank, embedder) {
-        (false, _) => None,
-        (true, None) => return Err(SearchError::NoEmbedder("reranking")),
-        (true, Some(embedder)) => Some(embedder.reranker()?),
-    };
+    let reranker = reranker_for(query, embedder)?;
     let needs_dense = query.mode != Mode::Lexical;
     let vector = if needs_dense && !query.text.trim().is_empty() {
         let embedder =
@@ -179,6 +172,20 @@ pub fn search(
         None
     };
     search_with(snapshot, vector.as_ref(), reranker, query, None, start)
+}
+
+/// The reranker `query` asks for (`None` when it asks for none), or why it cannot have one.
+/// Asked before any other work, so a wrong mode or a missing reranker fails fast.
+pub fn reranker_for<'a>(
+    query: &Query,
+    embedder: Option<&'a dyn Embedder>,
+) -> Result<Option<&'a dyn Reranker>, SearchError> {
+    if !query.rerank {
+        return Ok(None);
+    }
+    rerank_applies(query)?;
+    let embedder = embedder.ok_or(SearchError::NoEmbedder("reranking"))?;
+    Ok(Some(embedder.reranker()?))
 }
 
 /// Reranking adds to the learned fusion's linear score, so it needs that ranking.
@@ -225,13 +232,13 @@ pub fn search_with(
     exclude: Option<&dyn Fn(&ChunkRef<'_>) -> bool>,
     start: Instant,
 ) -> Result<SearchResults, SearchError> {
-    if query.rerank {
+    let reranker = if query.rerank {
         rerank_applies(query)?;
-    }
-    let reranker = match (query.rerank, reranker) {
-        (false, _) => None,
-        (true, None) => return Err(SearchError::NoEmbedder("reranking")),
-        (true, Some(reranker)) => Some(reranker),
+        let reranker = reranker.ok_or(SearchError::NoEmbedder("reranking"))?;
+        // An empty query has nothing for the reranker to read: nothing is re-sorted or claimed.
+        (!query.text.trim().is_empty()).then_some(reranker)
+    } else {
+        None
     };
     let glob = path_matcher(query)?;
     let filtered = glob.is_some() || query.language.is_some() || exclude.is_some();
@@ -323,7 +330,7 @@ pub const RERANK_DEPTH: usize = 10;
 /// them with their differences kept, so scores still fall down the list.
 fn rerank(snapshot: &Snapshot, reranker: &dyn Reranker, query: &str, ranked: &mut Ranking) -> Result<(), SearchError> {
     let n = ranked.len().min(RERANK_DEPTH);
-    if n == 0 || query.trim().is_empty() {
+    if n == 0 {
         return Ok(());
     }
     let mut files: std::collections::HashMap<&str, Option<Vec<String>>> = std::collections::HashMap::new();
