@@ -68,15 +68,14 @@ impl OnnxReranker {
                 self.pairs.get_or_init(|| tokenizer)
             }
         };
-        let input = (query.to_string(), passage.to_string());
-        match pairs.encode_fast(input.clone(), true) {
-            Ok(encoding) => Ok(encoding.get_ids().to_vec()),
-            Err(_) => {
-                let fallback = self.pair_tokenizer(TruncationStrategy::LongestFirst)?;
-                let encoding = fallback.encode_fast(input, true).map_err(|e| EmbedError::Tokenize(e.to_string()))?;
-                Ok(encoding.get_ids().to_vec())
-            }
-        }
+        let encoding = match pairs.encode_fast((query, passage), true) {
+            Ok(encoding) => encoding,
+            Err(_) => self
+                .pair_tokenizer(TruncationStrategy::LongestFirst)?
+                .encode_fast((query, passage), true)
+                .map_err(|e| EmbedError::Tokenize(e.to_string()))?,
+        };
+        Ok(encoding.get_ids().to_vec())
     }
 
     fn session(&self) -> Result<&Mutex<Session>, EmbedError> {
