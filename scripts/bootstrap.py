@@ -318,6 +318,21 @@ def model_json(kind: str, sha: str) -> bytes:
     return (json.dumps(meta, indent=2) + "\n").encode("utf-8")
 
 
+def committed(src: Path, sha: str) -> bytes:
+    """The bytes of an artefact committed under scripts/training/out/, checked against sha."""
+    if not file_ok(src, sha):
+        raise Fail(f"{src} is missing or changed (expected sha256 {sha}) -- restore it with git checkout")
+    return src.read_bytes()
+
+
+def install_committed(src: Path, sha: str, dst: Path, what: str) -> None:
+    """Copies a committed artefact into the cache unless the same bytes are there already."""
+    if not file_ok(dst, sha):
+        data = committed(src, sha)
+        say(f"installing {what} …")
+        atomic_write(dst, data)
+
+
 def write_if_changed(path: Path, data: bytes) -> None:
     if path.is_file() and path.read_bytes() == data:
         return
@@ -405,13 +420,8 @@ def cmd_main(home: Path) -> None:
     # 4. The query model (issue 16): the int8 model fine-tuned on the query side against the
     #    frozen int8 document vectors, trained by scripts/training/ and committed. It only fits
     #    that exact document model, so it sits in its directory and names its sha256.
-    qdst = model_dir(home, "int8") / "query-model.onnx"
-    if not file_ok(qdst, QUERY_MODEL_SHA256):
-        if not file_ok(QUERY_MODEL_SRC, QUERY_MODEL_SHA256):
-            raise Fail(f"{QUERY_MODEL_SRC} is missing or changed (expected sha256 "
-                       f"{QUERY_MODEL_SHA256}) -- restore it with git checkout")
-        say("installing the query model …")
-        atomic_write(qdst, QUERY_MODEL_SRC.read_bytes())
+    install_committed(QUERY_MODEL_SRC, QUERY_MODEL_SHA256, model_dir(home, "int8") / "query-model.onnx",
+                      "the query model")
     write_if_changed(model_dir(home, "int8") / "query-model.json", (json.dumps({
         "id": "all-minilm-l6-v2-qtower-int8",
         "document_model_sha256": INT8_SHA256,
@@ -422,14 +432,9 @@ def cmd_main(home: Path) -> None:
     # 5. The reranker (issue 16, `--rerank`): a cross-encoder over (query, path + code) pairs
     #    on the same architecture and tokenizer, with a linear head. It reads text, not the
     #    document vectors, so it fits any index; it sits beside the tokenizer it was trained with.
-    rdst = model_dir(home, "int8") / "rerank-model.onnx"
-    for src, sha in ((RERANK_MODEL_SRC, RERANK_MODEL_SHA256), (RERANK_HEAD_SRC, RERANK_HEAD_SHA256)):
-        if not file_ok(src, sha):
-            raise Fail(f"{src} is missing or changed (expected sha256 {sha}) -- restore it with git checkout")
-    if not file_ok(rdst, RERANK_MODEL_SHA256):
-        say("installing the reranker …")
-        atomic_write(rdst, RERANK_MODEL_SRC.read_bytes())
-    head = json.loads(RERANK_HEAD_SRC.read_text(encoding="utf-8"))
+    install_committed(RERANK_MODEL_SRC, RERANK_MODEL_SHA256, model_dir(home, "int8") / "rerank-model.onnx",
+                      "the reranker")
+    head = json.loads(committed(RERANK_HEAD_SRC, RERANK_HEAD_SHA256).decode("utf-8"))
     write_if_changed(model_dir(home, "int8") / "rerank-model.json", (json.dumps({
         "id": "all-minilm-l6-v2-rerank-int8",
         "sha256": RERANK_MODEL_SHA256,
