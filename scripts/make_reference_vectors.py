@@ -95,6 +95,7 @@ RERANK_PAIRS = [
 
 
 def pooled(sess, ids: list[int]) -> np.ndarray:
+    """One unpadded input (batch 1): the mean of last_hidden_state over its tokens, L2-normalised."""
     a = np.array([ids], dtype=np.int64)
     mask = np.ones_like(a)
     hidden = sess.run(["last_hidden_state"], {
@@ -150,13 +151,7 @@ def embed_cases(model_dir: Path, max_tokens: int, query_model: bool = False) -> 
     cases = []
     for text in INPUTS:
         enc = tok.encode(text)
-        ids = np.array([enc.ids], dtype=np.int64)
-        mask = np.array([enc.attention_mask], dtype=np.int64)
-        hidden = sess.run(["last_hidden_state"], {
-            "input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
-        m = mask[..., None].astype(np.float64)
-        v = (hidden.astype(np.float64) * m).sum(1)[0] / m.sum()
-        v = v / np.linalg.norm(v)
+        v = pooled(sess, enc.ids)
         assert v.shape == (meta["dim"],)
         cases.append({
             "text": text,
