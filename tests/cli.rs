@@ -78,6 +78,27 @@ impl Workspace {
             .unwrap_or_else(|| panic!("{rel} is not indexed"))
     }
 
+    /// `query ARGS -` with `input` on stdin: one JSON answer per line.
+    fn query_lines(&self, args: &[&str], input: &str) -> Vec<Value> {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_raggrep"))
+            .arg("query")
+            .args(args)
+            .arg("-")
+            .current_dir(self.root())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    }
+
     fn query(&self, args: &[&str]) -> Value {
         let mut full = vec!["query", "--json"];
         full.extend_from_slice(args);
@@ -99,20 +120,23 @@ fn has_hit(results: &Value, path: &str, symbol: &str) -> bool {
     hits(results).iter().any(|(p, s)| p == path && s == symbol)
 }
 
+/// Descriptions of the polyglot fixture's units in other words than their own, with the unit
+/// each describes.
+const DESCRIBED: [(&str, &str, &str); 7] = [
+    ("check whether an API token is still valid", "src/auth.py", "validate_token"),
+    ("read the application settings from a JSON file", "web/config.ts", "loadConfig"),
+    ("compute a checksum of some bytes", "src/checksum.rs", "adler32"),
+    ("start the web server listening on a port", "svc/server.go", "Serve"),
+    ("multiply two matrices", "lib/matrix.c", "matmul"),
+    ("least recently used cache eviction", "lib/Cache.java", "Cache"),
+    ("how do I roll back a release", "docs/deploy.md", "Deployment > Rolling back a release"),
+];
+
 #[test]
 fn natural_language_queries_find_the_function_in_the_top_3() {
     let ws = Workspace::polyglot();
     ws.index();
-    let cases = [
-        ("check whether an API token is still valid", "src/auth.py", "validate_token"),
-        ("read the application settings from a JSON file", "web/config.ts", "loadConfig"),
-        ("compute a checksum of some bytes", "src/checksum.rs", "adler32"),
-        ("start the web server listening on a port", "svc/server.go", "Serve"),
-        ("multiply two matrices", "lib/matrix.c", "matmul"),
-        ("least recently used cache eviction", "lib/Cache.java", "Cache"),
-        ("how do I roll back a release", "docs/deploy.md", "Deployment > Rolling back a release"),
-    ];
-    for (query, path, symbol) in cases {
+    for (query, path, symbol) in DESCRIBED {
         let results = ws.query(&["-k", "3", query]);
         assert!(has_hit(&results, path, symbol), "{query:?}: expected {path} {symbol} in {:?}", hits(&results));
     }
@@ -157,23 +181,7 @@ fn json_contract_and_json_lines_from_stdin() {
     assert_eq!(first["language"], "python");
     assert!(first["snippet"].as_str().unwrap().contains("def validate_token"));
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_raggrep"))
-        .args(["query", "-k", "1", "-"])
-        .current_dir(ws.root())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        let mut stdin = child.stdin.take().unwrap();
-        writeln!(stdin, "multiply two matrices\n\nload the configuration file").unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let lines: Vec<Value> =
-        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines = ws.query_lines(&["-k", "1"], "multiply two matrices\n\nload the configuration file\n");
     // One answer per input line, the empty one included, so answers line up with questions.
     assert_eq!(lines.len(), 3);
     assert_eq!(lines[0]["results"][0]["symbol"], "matmul");
@@ -185,13 +193,7 @@ fn json_contract_and_json_lines_from_stdin() {
 fn rerank_resorts_the_best_candidates_with_the_reranker() {
     let ws = Workspace::polyglot();
     ws.index();
-    let cases = [
-        ("check whether an API token is still valid", "src/auth.py", "validate_token"),
-        ("read the application settings from a JSON file", "web/config.ts", "loadConfig"),
-        ("compute a checksum of some bytes", "src/checksum.rs", "adler32"),
-        ("multiply two matrices", "lib/matrix.c", "matmul"),
-    ];
-    for (query, path, symbol) in cases {
+    for (query, path, symbol) in DESCRIBED {
         let plain = ws.query(&[query]);
         let reranked = ws.query(&["--rerank", query]);
         assert_eq!(reranked["reranked_by"], "all-minilm-l6-v2-rerank-int8", "{reranked}");
@@ -210,22 +212,7 @@ fn rerank_resorts_the_best_candidates_with_the_reranker() {
     assert_eq!(blank["results"], serde_json::json!([]));
     assert!(blank.get("reranked_by").is_none(), "{blank}");
     // JSON Lines from stdin rerank each query too.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_raggrep"))
-        .args(["query", "--rerank", "-k", "1", "-"])
-        .current_dir(ws.root())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        writeln!(child.stdin.take().unwrap(), "multiply two matrices\nload the configuration file").unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let lines: Vec<Value> =
-        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines = ws.query_lines(&["--rerank", "-k", "1"], "multiply two matrices\nload the configuration file\n");
     assert_eq!(lines.len(), 2);
     assert_eq!(lines[0]["results"][0]["symbol"], "matmul");
     assert!(lines.iter().all(|l| l["reranked_by"] == "all-minilm-l6-v2-rerank-int8"), "{lines:?}");
