@@ -13,7 +13,11 @@
 //! are made on TUNE, TEST is only reported). `--data DIR` reads another dataset of the same
 //! format (e.g. `scripts/training/build_fusion_data.sh`'s training packages), and
 //! `--dump-features FILE` writes every query's hybrid candidates with the learned fusion's
-//! features as JSON lines, for `scripts/training/fit_fusion.py`. `--team URL` (password in
+//! features as JSON lines, for `scripts/training/fit_fusion.py`. `--foreign` also asks each
+//! package as many queries of other packages (no answer there) and reports how the default
+//! search's confidence separates answers from non-answers (`--confidence-floor
+//! auc=X,foreign_flagged=Y` checks it with `--check`); with `--dump-features` those queries are
+//! dumped too (`"gold": null`, for `scripts/training/fit_confidence.py`). `--team URL` (password in
 //! `PGPASSWORD`) also pushes every package to that team index (PostgreSQL + pgvector) as a
 //! repository of its own and asks it each query with `--repo` set to that package: the team
 //! index's ranking beside the local one, on the same queries.
@@ -56,6 +60,43 @@ struct Gold {
     split: Option<String>,
 }
 
+/// A query's hybrid candidates with the learned fusion's features, as `--dump-features` writes
+/// them: `[path, start line, end line, features]`.
+fn dumped_candidates(snapshot: &Snapshot, vector: &Vector, text: &str) -> Vec<serde_json::Value> {
+    let query = Query { k: 10, ..Query::new(text) };
+    raggrep::search::hybrid_candidates(snapshot, Some(vector), &query)
+        .into_iter()
+        .filter_map(|c| {
+            let chunk = snapshot.chunk(c.chunk)?;
+            Some(serde_json::json!([chunk.path, chunk.start_line, chunk.end_line, c.features]))
+        })
+        .collect()
+}
+
+fn dump_line(out: &mut impl std::io::Write, row: &serde_json::Value) {
+    writeln!(out, "{row}").unwrap();
+}
+
+/// `count` queries of other packages for `package`'s index, alternately from the next package
+/// of the same language and from one of another language (cyclic in package order), so the
+/// negatives hold both "same kind of code, not here" and "another world".
+fn foreign_queries<'a>(by_package: &'a BTreeMap<String, Vec<Gold>>, package: &str, count: usize) -> Vec<&'a Gold> {
+    let names: Vec<&String> = by_package.keys().collect();
+    let Some(at) = names.iter().position(|n| *n == package) else { return Vec::new() };
+    let language = |name: &str| by_package[name].first().map(|g| g.language.as_str());
+    let names = &names;
+    let cyclic = |start: usize| (1..names.len()).map(move |step| names[(at + start + step) % names.len()]);
+    let same = cyclic(0).find(|n| language(n) == language(package));
+    let other = cyclic(names.len() / 2).find(|n| language(n) != language(package));
+    let sources: Vec<&Vec<Gold>> = [same, other].into_iter().flatten().map(|n| &by_package[n.as_str()]).collect();
+    (0..count)
+        .filter_map(|j| {
+            let golds = sources.get(j % sources.len().max(1))?;
+            golds.get((j / sources.len()) % golds.len().max(1))
+        })
+        .collect()
+}
+
 /// One ranked answer: path and line range.
 type Ranked = Vec<(String, u32, u32)>;
 
@@ -84,6 +125,88 @@ impl Scores {
 
     fn pct(&self, x: f64) -> f64 {
         100.0 * x / self.n.max(1) as f64
+    }
+}
+
+/// The default search's confidence against what happened: own queries (the answer is in the
+/// index; was it in the first 5?) and foreign ones (another package's question: no answer here).
+#[derive(Default)]
+struct ConfidenceStats {
+    own: Vec<(f64, bool, bool)>,
+    foreign: Vec<(f64, bool)>,
+}
+
+impl ConfidenceStats {
+    fn add_own(&mut self, confidence: raggrep::search::Confidence, gold: &Gold, ranked: &Ranked) {
+        let found =
+            ranked.iter().take(5).any(|(p, s, e)| *p == gold.path && *s <= gold.end_line && gold.start_line <= *e);
+        self.own.push((f64::from(confidence.value), confidence.confident, found));
+    }
+
+    /// Rank AUC of the confidence for "the answer is in the first 5" over every query.
+    fn auc(&self) -> f64 {
+        let scored: Vec<(f64, bool)> = self
+            .own
+            .iter()
+            .map(|&(v, _, found)| (v, found))
+            .chain(self.foreign.iter().map(|&(v, _)| (v, false)))
+            .collect();
+        let (pos, neg): (Vec<f64>, Vec<f64>) = (
+            scored.iter().filter(|x| x.1).map(|x| x.0).collect(),
+            scored.iter().filter(|x| !x.1).map(|x| x.0).collect(),
+        );
+        let pairs = (pos.len() * neg.len()).max(1) as f64;
+        let wins: f64 = pos
+            .iter()
+            .map(|p| {
+                neg.iter()
+                    .map(|n| {
+                        if p > n {
+                            1.0
+                        } else if p == n {
+                            0.5
+                        } else {
+                            0.0
+                        }
+                    })
+                    .sum::<f64>()
+            })
+            .sum();
+        wins / pairs
+    }
+
+    fn share<T>(items: &[T], pick: impl Fn(&T) -> bool) -> f64 {
+        items.iter().filter(|x| pick(x)).count() as f64 / items.len().max(1) as f64
+    }
+
+    fn foreign_flagged(&self) -> f64 {
+        Self::share(&self.foreign, |x| !x.1)
+    }
+
+    fn print(&self) {
+        let found_when = |confident: bool| {
+            let group: Vec<_> = self.own.iter().filter(|x| x.1 == confident).collect();
+            Self::share(&group, |x| x.2) * 100.0
+        };
+        println!(
+            "**Confidence of the default search** ({} own queries, {} foreign: another package's questions, no answer here)\n",
+            self.own.len(),
+            self.foreign.len()
+        );
+        let found: Vec<_> = self.own.iter().filter(|x| x.2).collect();
+        println!(
+            "| AUC (answer in the first 5) | own queries confident | chunk R@5 when confident | when not | found answers flagged | foreign flagged \"no confident match\" |"
+        );
+        println!("|---:|---:|---:|---:|---:|---:|");
+        println!(
+            "| {:.3} | {:.1} % | {:.1} | {:.1} | {:.1} % | {:.1} % |\n",
+            self.auc(),
+            Self::share(&self.own, |x| x.1) * 100.0,
+            found_when(true),
+            found_when(false),
+            Self::share(&found, |x| !x.1) * 100.0,
+            self.foreign_flagged() * 100.0
+        );
     }
 }
 
@@ -183,6 +306,7 @@ fn main() {
     });
     let dump = arg("--dump-features").map(|path| std::io::BufWriter::new(std::fs::File::create(path).unwrap()));
     let mut dump = dump;
+    let foreign = args.iter().any(|a| a == "--foreign");
     let queries_path = data.join("queries.jsonl");
     let Ok(text) = std::fs::read_to_string(&queries_path) else {
         eprintln!(
@@ -292,6 +416,7 @@ fn main() {
     }
     // scores[system][language] (and "all").
     let mut scores: Vec<BTreeMap<String, Scores>> = vec![BTreeMap::new(); systems.len()];
+    let mut confidence_stats = ConfidenceStats::default();
     let started = Instant::now();
     for (package, golds) in &by_package {
         let corpus = data.join("packages").join(package).join("corpus");
@@ -332,22 +457,14 @@ fn main() {
             let tuned = embedder.embed_query(&gold.query).unwrap();
             let plain = if query_model.is_some() { symmetric.embed_query(&gold.query).unwrap() } else { tuned.clone() };
             if let Some(out) = dump.as_mut() {
-                use std::io::Write;
-                let query = Query { k: 10, ..Query::new(gold.query.clone()) };
-                let candidates: Vec<serde_json::Value> =
-                    raggrep::search::hybrid_candidates(&snapshot, Some(&tuned), &query)
-                        .into_iter()
-                        .filter_map(|c| {
-                            let chunk = snapshot.chunk(c.chunk)?;
-                            Some(serde_json::json!([chunk.path, chunk.start_line, chunk.end_line, c.features]))
-                        })
-                        .collect();
                 let row = serde_json::json!({
                     "id": gold.id, "package": gold.package, "language": gold.language, "split": gold.split,
-                    "gold": [gold.path, gold.start_line, gold.end_line], "candidates": candidates,
+                    "gold": [gold.path, gold.start_line, gold.end_line],
+                    "candidates": dumped_candidates(&snapshot, &tuned, &gold.query),
                 });
-                writeln!(out, "{row}").unwrap();
+                dump_line(out, &row);
             }
+            let mut confidence = None;
             for (s, (name, mode, fusion, use_tuned)) in systems.iter().enumerate() {
                 let vector = if *use_tuned { &tuned } else { &plain };
                 let ranked: Ranked = match mode {
@@ -371,17 +488,45 @@ fn main() {
                         let rerank = *name == RERANK;
                         let query =
                             Query { k: 10, mode: *mode, fusion: *fusion, rerank, ..Query::new(gold.query.clone()) };
-                        search_with(&snapshot, Some(vector), reranker.filter(|_| rerank), &query, None, Instant::now())
-                            .unwrap()
-                            .results
-                            .into_iter()
-                            .map(|h| (h.path, h.start_line, h.end_line))
-                            .collect()
+                        let results = search_with(
+                            &snapshot,
+                            Some(vector),
+                            reranker.filter(|_| rerank),
+                            &query,
+                            None,
+                            Instant::now(),
+                        )
+                        .unwrap();
+                        confidence = confidence.or(results.confidence.filter(|_| s == 0));
+                        results.results.into_iter().map(|h| (h.path, h.start_line, h.end_line)).collect()
                     }
                     None => baseline.search(vector, 10),
                 };
+                if let Some(c) = confidence.take() {
+                    confidence_stats.add_own(c, gold, &ranked);
+                }
                 scores[s].entry(gold.language.clone()).or_default().add(gold, &ranked);
                 scores[s].entry("all".into()).or_default().add(gold, &ranked);
+            }
+        }
+        if foreign {
+            // Queries whose answer is in another package: this index holds no labelled answer
+            // for them (negatives for the confidence, and for scripts/training/fit_confidence.py).
+            for asked in foreign_queries(&by_package, package, golds.len()) {
+                let vector = embedder.embed_query(&asked.query).unwrap();
+                let query = Query { k: 10, ..Query::new(asked.query.clone()) };
+                let results = search_with(&snapshot, Some(&vector), None, &query, None, Instant::now()).unwrap();
+                if let Some(c) = results.confidence {
+                    confidence_stats.foreign.push((f64::from(c.value), c.confident));
+                }
+                if let Some(out) = dump.as_mut() {
+                    let row = serde_json::json!({
+                        "id": format!("{}@{package}", asked.id), "package": package, "language": golds[0].language,
+                        "split": golds[0].split, "foreign": asked.package, "gold": null,
+                        "candidates": dumped_candidates(&snapshot, &vector, &asked.query),
+                    });
+                    dump_line(out, &row);
+                }
             }
         }
     }
@@ -414,6 +559,9 @@ fn main() {
             );
         }
         println!();
+    }
+    if foreign {
+        confidence_stats.print();
     }
     if let Some(out) = json_out {
         let value: Vec<serde_json::Value> = systems
@@ -467,6 +615,22 @@ fn main() {
                 };
                 assert!(value >= min, "{} regressed: {name} {value:.3} < floor {min}", systems[system].0);
                 eprintln!("{flag} {name}: {value:.3} >= {min}");
+            }
+        }
+        // `--confidence-floor auc=X,foreign_flagged=Y` (with `--foreign`): the default search's
+        // confidence still tells answers from non-answers.
+        if let Some(list) = arg("--confidence-floor") {
+            assert!(foreign, "--confidence-floor needs --foreign");
+            for floor in list.split(',') {
+                let (name, min) = floor.split_once('=').expect("--confidence-floor name=value,...");
+                let min: f64 = min.parse().expect("--confidence-floor value is a number");
+                let value = match name {
+                    "auc" => confidence_stats.auc(),
+                    "foreign_flagged" => confidence_stats.foreign_flagged(),
+                    other => panic!("--confidence-floor knows auc, foreign_flagged, not {other}"),
+                };
+                assert!(value >= min, "the default search's confidence regressed: {name} {value:.3} < floor {min}");
+                eprintln!("--confidence-floor {name}: {value:.3} >= {min}");
             }
         }
         eprintln!("check: ok");

@@ -181,6 +181,14 @@ fn the_prompt_holds_the_retrieved_snippets_cited_and_within_the_budget() {
     // The budget bounds the code; the instructions around it are ~80 tokens.
     assert!(tokens(&narrow) <= 100 + 120, "{narrow}");
 
+    // The retrieval's confidence comes along; a question about nothing here says so.
+    assert_eq!(wide["no_confident_match"], false, "{wide}");
+    let nothing = ws.ask_json(&["--prompt", "how do we render a 3d mesh with shadows?"]);
+    assert_eq!(nothing["no_confident_match"], true, "{nothing}");
+    assert!(nothing["confidence"].as_f64().is_some_and(|c| c < 0.3), "{nothing}");
+    let out = ws.run(&[], &["ask", "--prompt", "how do we render a 3d mesh with shadows?"]);
+    assert!(stderr(&out).contains("\nno confident match: "), "{}", stderr(&out));
+
     let out = ws.run(&[], &["ask", "--prompt", "--budget", "10", "anything"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--budget 10 is too small"), "{}", stderr(&out));

@@ -221,6 +221,63 @@ fn rerank_resorts_the_best_candidates_with_the_reranker() {
     assert!(String::from_utf8(out.stdout).unwrap().starts_with("lib/matrix.c:1-11  "));
 }
 
+/// Questions about things the fixture does not have.
+const NOT_HERE: [&str; 5] = [
+    "train a convolutional neural network on images",
+    "send an SMS text message through a gateway",
+    "render a 3d mesh with shadows",
+    "compute the orbital period of a satellite",
+    "quantum chromodynamics lattice simulation",
+];
+
+#[test]
+fn confidence_tells_an_answer_from_nothing_here() {
+    let ws = Workspace::polyglot();
+    ws.index();
+    let confidence = |r: &Value| r["confidence"].as_f64().unwrap_or_else(|| panic!("no confidence in {r}"));
+    let mut answered = Vec::new();
+    for (query, _, _) in DESCRIBED {
+        let r = ws.query(&[query]);
+        assert_eq!(r["no_confident_match"], false, "{query:?}: {r}");
+        answered.push(confidence(&r));
+    }
+    let mut nothing = Vec::new();
+    for query in NOT_HERE {
+        let r = ws.query(&[query]);
+        // Results still come (the closest code), flagged as no confident match.
+        assert!(!hits(&r).is_empty(), "{query:?}");
+        assert_eq!(r["no_confident_match"], true, "{query:?}: {r}");
+        nothing.push(confidence(&r));
+    }
+    // A probability, and every answered question above every question with no answer here.
+    let lowest_answered = answered.iter().copied().fold(f64::INFINITY, f64::min);
+    let highest_nothing = nothing.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    assert!(answered.iter().chain(&nothing).all(|c| (0.0..=1.0).contains(c)), "{answered:?} {nothing:?}");
+    assert!(lowest_answered > highest_nothing, "{answered:?} vs {nothing:?}");
+    // Human output says it above the results, and only then.
+    let out = ws.ok(&["query", "-k", "1", NOT_HERE[0]]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with("(no confident match: ") && text.lines().nth(1).is_some_and(|l| l.contains(':')),
+        "{text}"
+    );
+    let out = ws.ok(&["query", "-k", "1", DESCRIBED[0].0]);
+    assert!(String::from_utf8(out.stdout).unwrap().starts_with("src/auth.py:"));
+    // JSON Lines carry it per answer; reranking keeps the fusion's confidence.
+    let lines = ws.query_lines(&["-k", "1"], &format!("{}\n{}\n", DESCRIBED[4].0, NOT_HERE[1]));
+    assert_eq!(
+        (&lines[0]["no_confident_match"], &lines[1]["no_confident_match"]),
+        (&Value::Bool(false), &Value::Bool(true))
+    );
+    let reranked = ws.query(&["--rerank", NOT_HERE[2]]);
+    assert_eq!(reranked["no_confident_match"], true, "{reranked}");
+    // Only the default ranking is calibrated: other modes and a blank query claim nothing.
+    for args in [vec!["--mode", "lexical", "matrix"], vec!["--mode", "dense", "matrix"], vec![" "]] {
+        let r = ws.query(&args);
+        assert!(r.get("confidence").is_none() && r.get("no_confident_match").is_none(), "{args:?}: {r}");
+    }
+}
+
 #[test]
 fn rerank_without_a_reranker_or_outside_hybrid_mode_says_why() {
     let ws = Workspace::polyglot();

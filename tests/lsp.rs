@@ -173,6 +173,7 @@ fn language_server_end_to_end() {
     let small = client.command("raggrep.context", json!({"query": "how are API tokens validated", "maxTokens": 150}));
     assert!(small["tokens"].as_u64().unwrap() <= 150, "{small}");
     assert!(!small["sources"].as_array().unwrap().is_empty(), "{small}");
+    assert_eq!(small["no_confident_match"], false, "{small}");
     let first_source = small["sources"][0].as_str().unwrap().to_string();
     assert!(small["text"].as_str().unwrap().starts_with(&first_source), "{small}");
     let large = client.command("raggrep.context", json!({"query": "how are API tokens validated", "maxTokens": 3000}));
@@ -184,6 +185,12 @@ fn language_server_end_to_end() {
     assert_eq!(search["results"][0]["path"], "lib/matrix.c");
     assert!(search["results"][0]["uri"].as_str().unwrap().starts_with("file://"));
     assert!(search.get("reranked_by").is_none(), "{search}");
+    // The default ranking says how likely its first hits hold the answer, and when nothing does.
+    assert_eq!(search["no_confident_match"], false, "{search}");
+    assert!(search["confidence"].as_f64().is_some_and(|c| c > 0.3 && c <= 1.0), "{search}");
+    let nothing = client.command("raggrep.search", json!({"query": "render a 3d mesh with shadows", "k": 3}));
+    assert_eq!(nothing["no_confident_match"], true, "{nothing}");
+    assert!(!nothing["results"].as_array().unwrap().is_empty(), "{nothing}");
     // `rerank`: the reranker re-sorts the best candidates and says so.
     let reranked = client.command("raggrep.search", json!({"query": "multiply two matrices", "k": 3, "rerank": true}));
     assert_eq!(reranked["results"][0]["symbol"], "matmul", "{reranked}");

@@ -149,6 +149,9 @@ pub struct SearchResponse {
     /// The reranker that re-sorted the best results (a `rerank` search), by model id.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reranked_by: Option<String>,
+    /// How likely the results hold the answer (default hybrid search only).
+    #[serde(flatten)]
+    pub confidence: Option<Confidence>,
     /// The team index's answer, when a door adds it as an extra source (the language server's
     /// `team` setting): ranked apart from `results`, whose scores it does not share.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -180,8 +183,26 @@ impl SearchResponse {
             budget: None,
             k_capped: None,
             reranked_by: results.reranked_by.clone(),
+            confidence: results.confidence.map(Confidence::from),
             team: None,
         }
+    }
+}
+
+/// How likely a search's first results hold what was asked about: a probability calibrated on
+/// training packages (`server/src/search/confidence.rs`), for the default hybrid ranking.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Confidence {
+    /// Probability (0–1, three decimals) that the first 5 results hold the answer.
+    pub confidence: f32,
+    /// `confidence` is below the threshold fitted with it (`confidence.json`, 0.3): likely
+    /// nothing here is what was asked about, and the results are only the least bad matches.
+    pub no_confident_match: bool,
+}
+
+impl From<search::Confidence> for Confidence {
+    fn from(c: search::Confidence) -> Confidence {
+        Confidence { confidence: (c.value * 1000.0).round() / 1000.0, no_confident_match: !c.confident }
     }
 }
 
@@ -249,11 +270,20 @@ pub struct ContextResponse {
     /// The citations, in order.
     pub sources: Vec<String>,
     pub partial: bool,
+    /// How likely the code holds the answer (as in a search response).
+    #[serde(flatten)]
+    pub confidence: Option<Confidence>,
 }
 
 impl ContextResponse {
     pub fn new(context: Context, partial: bool) -> ContextResponse {
-        ContextResponse { text: context.text, tokens: context.tokens, sources: context.sources, partial }
+        ContextResponse {
+            text: context.text,
+            tokens: context.tokens,
+            sources: context.sources,
+            partial,
+            confidence: context.confidence.map(Confidence::from),
+        }
     }
 }
 
@@ -400,6 +430,9 @@ pub struct AskAnswer {
     pub took_ms: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_token_ms: Option<f64>,
+    /// Retrieval only: how likely the retrieved code holds the answer (as `query --json`).
+    #[serde(flatten)]
+    pub confidence: Option<Confidence>,
 }
 
 /// A source of an `ask` answer: `path:start-end`, and whether the LLM's answer cites it.
@@ -570,6 +603,7 @@ mod tests {
             budget: None,
             k_capped: None,
             reranked_by: None,
+            confidence: Some(Confidence { confidence: 0.874, no_confident_match: false }),
             team: None,
         };
         insta::assert_json_snapshot!(response);
@@ -586,6 +620,7 @@ mod tests {
             budget: None,
             k_capped: None,
             reranked_by: Some("all-minilm-l6-v2-rerank-int8".into()),
+            confidence: Some(Confidence { confidence: 0.874, no_confident_match: false }),
             team: None,
         };
         insta::assert_json_snapshot!(response);
@@ -607,6 +642,7 @@ mod tests {
             budget: None,
             k_capped: None,
             reranked_by: None,
+            confidence: None,
             team: None,
         };
         insta::assert_json_snapshot!(response);
@@ -626,6 +662,7 @@ mod tests {
             budget: None,
             k_capped: None,
             reranked_by: None,
+            confidence: Some(Confidence { confidence: 0.213, no_confident_match: true }),
             team: None,
         };
         insta::assert_json_snapshot!(response);
@@ -650,6 +687,7 @@ mod tests {
             budget: None,
             k_capped: None,
             reranked_by: None,
+            confidence: Some(Confidence { confidence: 0.874, no_confident_match: false }),
             team: Some(TeamSection {
                 source: "postgres://dev:***@db.internal/code".into(),
                 took_ms: 18.5,
@@ -680,6 +718,7 @@ mod tests {
             budget: Some(Budget { tokens: 61, omitted: 3 }),
             k_capped: Some("k 500 was capped at 100".into()),
             reranked_by: None,
+            confidence: Some(Confidence { confidence: 0.612, no_confident_match: false }),
             team: None,
         };
         insta::assert_json_snapshot!(response);
@@ -711,6 +750,7 @@ mod tests {
             text: "```rust\n// src/auth/token.rs:12-30\npub fn validate() {}\n```\n".into(),
             tokens: 17,
             sources: vec!["src/auth/token.rs:12-30".into()],
+            confidence: Some(search::Confidence { value: 0.87364, confident: true }),
         };
         insta::assert_json_snapshot!(ContextResponse::new(context, false));
     }
@@ -882,6 +922,7 @@ mod tests {
             finish_reason: None,
             took_ms: 3.5,
             first_token_ms: None,
+            confidence: None,
         };
         insta::assert_json_snapshot!("ask_exact", exact);
         let retrieved = AskAnswer {
@@ -900,6 +941,7 @@ mod tests {
             model: Some("SmolLM2-135M-Instruct".into()),
             finish_reason: Some("stop".into()),
             first_token_ms: Some(120.0),
+            confidence: Some(Confidence { confidence: 0.874, no_confident_match: false }),
             ..exact
         };
         insta::assert_json_snapshot!("ask_retrieval", retrieved);

@@ -232,6 +232,13 @@ pub struct RootStatus {
     pub reason: Option<String>,
 }
 
+/// The hits of a workspace search and how confident the ranking is that they hold the answer.
+#[derive(Debug, Clone, Default)]
+pub struct Found {
+    pub hits: Vec<RootHit>,
+    pub confidence: Option<search::Confidence>,
+}
+
 /// A hit with the root it comes from.
 #[derive(Debug, Clone, Serialize)]
 pub struct RootHit {
@@ -247,6 +254,8 @@ pub struct Context {
     pub text: String,
     pub tokens: usize,
     pub sources: Vec<String>,
+    /// How likely the retrieved code holds the answer.
+    pub confidence: Option<search::Confidence>,
 }
 
 struct Root {
@@ -552,7 +561,7 @@ impl Workspace {
     }
 
     /// Searches every root; hits are merged by score.
-    pub fn search(&self, query: &Query) -> Result<Vec<RootHit>, SearchError> {
+    pub fn find(&self, query: &Query) -> Result<Found, SearchError> {
         let started = Instant::now();
         let reranker = search::reranker_for(query, Some(self.embedder.as_ref()))?;
         let vector = if query.mode != Mode::Lexical && !query.text.trim().is_empty() {
@@ -560,9 +569,18 @@ impl Workspace {
         } else {
             None
         };
-        let hits = self.search_roots(query, vector.as_ref(), reranker, None)?;
-        self.audit("search", started, query_detail(query, hits.len()));
-        Ok(hits)
+        let found = self.search_roots(query, vector.as_ref(), reranker, None)?;
+        let mut detail = query_detail(query, found.hits.len());
+        if let Some(confidence) = found.confidence {
+            detail["confidence"] = serde_json::json!(confidence.value);
+        }
+        self.audit("search", started, detail);
+        Ok(found)
+    }
+
+    /// [`Workspace::find`]'s hits alone, for doors that report no confidence.
+    pub fn search(&self, query: &Query) -> Result<Vec<RootHit>, SearchError> {
+        Ok(self.find(query)?.hits)
     }
 
     fn search_roots(
@@ -571,13 +589,13 @@ impl Workspace {
         vector: Option<&Vector>,
         reranker: Option<&dyn crate::embed::Reranker>,
         exclude: Option<(&Path, &str, u32, u32)>,
-    ) -> Result<Vec<RootHit>, SearchError> {
+    ) -> Result<Found, SearchError> {
         let snapshots = self.snapshots();
         // `k` comes from the client: no more than every chunk there is.
         let total: usize = snapshots.iter().map(|(_, s)| s.chunk_count()).sum();
         let query = &Query { k: query.k.min(total), ..query.clone() };
         if query.k == 0 {
-            return Ok(Vec::new());
+            return Ok(Found::default());
         }
         // Learned scores are absolute (not normalised within one list), so they merge across
         // roots by score like single-mode hits do, below.
@@ -588,8 +606,8 @@ impl Workspace {
                 return Err(SearchError::RerankMode("a fixed fusion"));
             }
             let sub = |mode| Query { mode, k: query.k.saturating_mul(3).max(20), ..query.clone() };
-            let dense = self.search_roots(&sub(Mode::Dense), vector, None, exclude)?;
-            let lexical = self.search_roots(&sub(Mode::Lexical), vector, None, exclude)?;
+            let dense = self.search_roots(&sub(Mode::Dense), vector, None, exclude)?.hits;
+            let lexical = self.search_roots(&sub(Mode::Lexical), vector, None, exclude)?.hits;
             type Key = (PathBuf, String, u32, u32);
             let key = |h: &RootHit| -> Key { (h.root.clone(), h.hit.path.clone(), h.hit.start_line, h.hit.end_line) };
             let mut ids: Vec<RootHit> = Vec::new();
@@ -602,7 +620,7 @@ impl Workspace {
             };
             let dense_ids: Vec<(usize, f32)> = dense.iter().map(|h| (id_of(h), h.hit.score)).collect();
             let lexical_ids: Vec<(usize, f32)> = lexical.iter().map(|h| (id_of(h), h.hit.score)).collect();
-            return Ok(search::fuse(&dense_ids, &lexical_ids, query.fusion)
+            let hits = search::fuse(&dense_ids, &lexical_ids, query.fusion)
                 .into_iter()
                 .take(query.k)
                 .map(|(i, score)| {
@@ -610,9 +628,11 @@ impl Workspace {
                     hit.hit.score = score;
                     hit
                 })
-                .collect());
+                .collect();
+            return Ok(Found { hits, confidence: None });
         }
         let mut all: Vec<RootHit> = Vec::new();
+        let mut confidence: Option<search::Confidence> = None;
         for (root, snapshot) in snapshots {
             let excluded = |c: &index::ChunkRef<'_>| match exclude {
                 Some((r, path, start, end)) => {
@@ -632,10 +652,15 @@ impl Workspace {
                 Instant::now(),
             )?;
             all.extend(results.results.into_iter().map(|hit| RootHit { root: root.clone(), hit }));
+            // The answer lives in one root: the workspace is as confident as its surest root.
+            confidence = match (confidence, results.confidence) {
+                (Some(a), Some(b)) => Some(if b.value > a.value { b } else { a }),
+                (a, b) => a.or(b),
+            };
         }
         all.sort_by(|a, b| b.hit.score.total_cmp(&a.hit.score));
         all.truncate(query.k);
-        Ok(all)
+        Ok(Found { hits: all, confidence })
     }
 
     /// Why results in `mode` are worse than they should be (a root's lexical index unavailable,
@@ -700,7 +725,7 @@ impl Workspace {
         }
         let vector = Vector::normalized(mean);
         let query = Query { k, mode: Mode::Dense, ..Query::new(text) };
-        let hits = self.search_roots(&query, Some(&vector), None, Some((&root, &rel, span.0, span.1)))?;
+        let hits = self.search_roots(&query, Some(&vector), None, Some((&root, &rel, span.0, span.1)))?.hits;
         self.audit("find_similar", started, serde_json::json!({ "k": k, "results": hits.len() }));
         Ok((hits, span))
     }
@@ -721,7 +746,7 @@ impl Workspace {
     pub fn context(&self, question: &str, max_tokens: usize) -> Result<Context, SearchError> {
         let started = Instant::now();
         let query = Query { k: 30, ..Query::new(question) };
-        let hits = self.search(&query)?;
+        let Found { hits, confidence } = self.find(&query)?;
         let snippets = hits.into_iter().map(|RootHit { root, hit }| {
             let body = self.read_lines(&crate::walk::resolve(&root, &hit.path), hit.start_line, hit.end_line);
             crate::ask::Snippet::from_hit(hit, body)
@@ -734,7 +759,7 @@ impl Workspace {
             started,
             serde_json::json!({ "max_tokens": max_tokens, "tokens": tokens, "sources": sources.len() }),
         );
-        Ok(Context { text: fitted.text, tokens, sources })
+        Ok(Context { text: fitted.text, tokens, sources, confidence })
     }
 
     /// Lines `start..=end` (1-based) of a file, from the editor buffer if there is one.

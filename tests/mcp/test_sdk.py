@@ -219,6 +219,11 @@ async def run_checks(client, root, transport):
           reranked.get("reranked_by") == "all-minilm-l6-v2-rerank-int8"
           and reranked["results"][0]["location"].startswith("src/auth.py:")
           and "reranked_by" not in sc, repr(reranked)[:300])
+    nothing = (await call(client, "search", {"query": "render a 3d mesh with shadows", "k": 3})).structured_content or {}
+    check("search: confidence, and no_confident_match when nothing here matches",
+          reranked.get("no_confident_match") is False and 0.3 <= reranked.get("confidence", -1) <= 1
+          and nothing.get("no_confident_match") is True and nothing.get("confidence", 1) < 0.3
+          and nothing.get("results"), repr(nothing)[:300])
     bad_rerank = await call(client, "search", {"query": "token", "mode": "lexical", "rerank": True})
     check("search: rerank outside hybrid mode is a tool error that says why",
           bad_rerank.is_error and "hybrid ranking only" in text_of(bad_rerank), text_of(bad_rerank)[:200])
@@ -249,7 +254,10 @@ async def run_checks(client, root, transport):
     context = (await call(client, "context", {"question": "how are API tokens validated?", "max_tokens": 800}))
     cs = context.structured_content or {}
     check("context: citations and text", cs.get("sources") and "src/auth.py:" in cs.get("text", "")
-          and 0 < cs.get("tokens", 0) <= 800, repr(cs)[:300])
+          and 0 < cs.get("tokens", 0) <= 800 and cs.get("no_confident_match") is False, repr(cs)[:300])
+    far = (await call(client, "context", {"question": "how do we render a 3d mesh with shadows?"})).structured_content or {}
+    check("context: no_confident_match when nothing here is about the question",
+          far.get("no_confident_match") is True and far.get("confidence", 1) < 0.3, repr(far)[:300])
 
     # find_similar by range and by snippet
     lines = by_symbol.get("validate_token", {}).get("lines", "1-1").split("-")

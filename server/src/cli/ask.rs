@@ -87,6 +87,7 @@ pub fn run(args: AskArgs, model: Option<&str>, ort: Option<&Path>) -> Result<()>
                     finish_reason: None,
                     took_ms: started.elapsed().as_secs_f64() * 1000.0,
                     first_token_ms: None,
+                    confidence: None,
                 };
                 return print_whole(&location, &answer, args.json, &exact.text);
             }
@@ -104,6 +105,13 @@ pub fn run(args: AskArgs, model: Option<&str>, ort: Option<&Path>) -> Result<()>
     let query = Query { k: CANDIDATES, ..Query::new(question.clone()) };
     let results = search::search(&snapshot, Some(embedder as &dyn Embedder), &query)?;
     super::warn_degraded(results.degraded.as_deref());
+    let confidence = results.confidence.map(wire::Confidence::from);
+    if confidence.is_some_and(|c| c.no_confident_match) {
+        let _ = writeln!(
+            io::stderr(),
+            "no confident match: the code base probably holds nothing about this; the snippets are only the closest code"
+        );
+    }
     let snippets = results.results.into_iter().map(|hit| {
         let body = read_lines(&location.root, &hit.path, hit.start_line, hit.end_line);
         Snippet::from_hit(hit, body)
@@ -123,6 +131,7 @@ pub fn run(args: AskArgs, model: Option<&str>, ort: Option<&Path>) -> Result<()>
         finish_reason: None,
         took_ms: retrieval_ms,
         first_token_ms: None,
+        confidence,
     };
 
     let Some(config) = llm_config else {

@@ -20,6 +20,13 @@ pub fn print_hits(out: &mut impl Write, results: &SearchResults) -> io::Result<(
     if results.partial {
         writeln!(out, "{}", style.paint("33", "(index is still being embedded: results are partial)"))?;
     }
+    if let Some(confidence) = results.confidence.filter(|c| !c.confident && !results.results.is_empty()) {
+        let line = format!(
+            "(no confident match: {:.0} % likely that the first results hold what you asked about; the closest code follows)",
+            confidence.value * 100.0
+        );
+        writeln!(out, "{}", style.paint("33", &line))?;
+    }
     for hit in &results.results {
         writeln!(
             out,

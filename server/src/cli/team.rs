@@ -138,6 +138,7 @@ fn response(results: &TeamResults) -> wire::SearchResponse {
         budget: None,
         k_capped: None,
         reranked_by: None,
+        confidence: None,
         team: None,
     }
 }

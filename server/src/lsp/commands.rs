@@ -79,12 +79,12 @@ pub(super) async fn execute_command(backend: &Backend, params: ExecuteCommandPar
             };
             let started = std::time::Instant::now();
             let state = backend.state.clone();
-            let (hits, partial, degraded, reranked_by, team) = backend
+            let (found, partial, degraded, reranked_by, team) = backend
                 .blocking(move |ws| {
-                    let hits = ws.search(&query)?;
+                    let found = ws.find(&query)?;
                     let team = super::team::section(&state.team, &ws, &query);
                     let reranked_by = query.rerank.then(|| ws.reranker_id()).flatten();
-                    Ok((hits, ws.is_partial(), ws.degraded(query.mode), reranked_by, team))
+                    Ok((found, ws.is_partial(), ws.degraded(query.mode), reranked_by, team))
                 })
                 .await?;
             reply(wire::SearchResponse {
@@ -92,10 +92,11 @@ pub(super) async fn execute_command(backend: &Backend, params: ExecuteCommandPar
                 took_ms: started.elapsed().as_secs_f64() * 1000.0,
                 partial,
                 degraded,
-                results: hits.iter().map(to_proto::hit).collect(),
+                results: found.hits.iter().map(to_proto::hit).collect(),
                 budget: None,
                 k_capped: None,
                 reranked_by,
+                confidence: found.confidence.map(wire::Confidence::from),
                 team,
             })
         }

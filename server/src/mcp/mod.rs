@@ -562,7 +562,7 @@ impl RaggrepMcp {
     }
 
     #[tool(
-        description = "Search the codebase by meaning and keywords. Returns ranked hits: location (path:start-end, 1-based inclusive lines), symbol, kind, language, score, a short snippet, and stale (the file changed since it was indexed); tokens (estimated size of the response). Also partial (indexing still running: results cover what is indexed so far), omitted (hits left out to stay within max_tokens) and degraded (why ranking is worse than usual) when set."
+        description = "Search the codebase by meaning and keywords. Returns ranked hits: location (path:start-end, 1-based inclusive lines), symbol, kind, language, score, a short snippet, and stale (the file changed since it was indexed); tokens (estimated size of the response). Also partial (indexing still running: results cover what is indexed so far), omitted (hits left out to stay within max_tokens) and degraded (why ranking is worse than usual) when set. In hybrid mode, confidence (0-1: how likely the first 5 hits hold what was asked about) and no_confident_match (true: probably nothing here matches; the hits are only the closest code)."
     )]
     async fn search(&self, Parameters(args): Parameters<SearchArgs>) -> Result<CallToolResult, ErrorData> {
         Ok(self.search_inner(args).await.unwrap_or_else(failure))
@@ -590,7 +590,7 @@ impl RaggrepMcp {
         let query = Query { k, mode, path_glob, language, rerank: args.rerank, ..Query::new(text) };
         let started = std::time::Instant::now();
         self.blocking(move |ws| {
-            let hits = ws.search(&query).map_err(|e| e.to_string())?;
+            let found = ws.find(&query).map_err(|e| e.to_string())?;
             let mut response = wire::SearchResponse {
                 query: query.text.clone(),
                 took_ms: 0.0,
@@ -600,10 +600,11 @@ impl RaggrepMcp {
                 budget: Some(wire::Budget { tokens: 0, omitted: 0 }),
                 k_capped: capped.map(|asked| format!("k {asked} was capped at {MAX_K}")),
                 reranked_by: query.rerank.then(|| ws.reranker_id()).flatten(),
+                confidence: found.confidence.map(wire::Confidence::from),
                 team: None,
             };
             let overhead = estimate_tokens(&serde_json::to_string(&response).unwrap_or_default());
-            let (results, budget) = budgeted_hits(ws, &hits, budget, overhead);
+            let (results, budget) = budgeted_hits(ws, &found.hits, budget, overhead);
             response.results = results;
             response.budget = Some(budget);
             response.took_ms = (started.elapsed().as_secs_f64() * 10_000.0).round() / 10.0;
@@ -670,7 +671,7 @@ impl RaggrepMcp {
     }
 
     #[tool(
-        description = "The best code for a question, ready to read: deduplicated chunks within max_tokens, each headed by its citation (path:start-end) in a fenced block. Returns text, tokens (estimated), sources (the citations) and partial."
+        description = "The best code for a question, ready to read: deduplicated chunks within max_tokens, each headed by its citation (path:start-end) in a fenced block. Returns text, tokens (estimated), sources (the citations) and partial; confidence and no_confident_match as for search (true: the text is only the closest code, probably not about the question)."
     )]
     async fn context(&self, Parameters(args): Parameters<ContextArgs>) -> Result<CallToolResult, ErrorData> {
         let result = async {

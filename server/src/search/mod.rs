@@ -11,6 +11,7 @@
 //! Results are chunks in editor terms (path, 1-based inclusive lines, symbol, score), with
 //! overlapping chunks of one file collapsed to the best one.
 
+pub mod confidence;
 pub mod learned;
 
 use std::time::Instant;
@@ -22,6 +23,7 @@ use crate::chunk::ChunkKind;
 use crate::embed::{Embedder, Reranker, Vector};
 use crate::index::{ChunkRef, IndexError, Snapshot};
 use crate::lang::Language;
+pub use confidence::Confidence;
 
 /// How to rank.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -130,6 +132,9 @@ pub struct SearchResults {
     /// The reranker that re-sorted the best candidates (a `rerank` query), by model id.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reranked_by: Option<String>,
+    /// How likely the first results hold the answer (the default hybrid ranking only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<Confidence>,
     pub results: Vec<Hit>,
 }
 
@@ -256,10 +261,12 @@ pub fn search_with(
             partial: snapshot.is_partial(),
             degraded: None,
             reranked_by: None,
+            confidence: None,
             results: Vec::new(),
         });
     }
     let (dense, lexical, degraded) = rankings(snapshot, vector, query, k, filtered, &accept);
+    let mut confidence = None;
     let ranked = match query.mode {
         Mode::Dense => dense,
         Mode::Lexical => lexical,
@@ -267,6 +274,10 @@ pub fn search_with(
             (Fusion::Learned, Some(weights)) => {
                 let candidates = learned::candidates(snapshot, vector, &query.text, &dense, &lexical);
                 let mut ranked = learned::rank_linear(&candidates, weights);
+                // Calibrated without a query vector's cosines it would not be: no vector, no claim.
+                if vector.is_some() {
+                    confidence = confidence::of(snapshot, &candidates, &ranked);
+                }
                 if let Some(reranker) = reranker {
                     rerank(snapshot, reranker, &query.text, &mut ranked)?;
                 }
@@ -316,6 +327,7 @@ pub fn search_with(
         partial: snapshot.is_partial(),
         degraded,
         reranked_by: reranker.map(|r| r.id().to_string()),
+        confidence,
         results: hits,
     })
 }
