@@ -78,7 +78,7 @@ run_section() {
         # Issue 16: choices are made on TUNE; TEST is only reported (benches/retrieval/split.json).
         echo "## Retrieval quality, ${name#retrieval-} half of the benchmark"
         echo
-        bench retrieval -- --split "${name#retrieval-}" --json "$out/$name.json"
+        bench retrieval -- --split "${name#retrieval-}" --foreign --json "$out/$name.json"
         ;;
       retrieval-fp32)
         echo "## Retrieval quality, fp32 model (for the int8-vs-fp32 comparison)"

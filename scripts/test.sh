@@ -89,9 +89,12 @@ bash benches/retrieval/build.sh --quick
 # Floors a few points below the default's quick numbers (chunk R@5 0.529, MRR@10 0.434, file
 # R@1 0.701 with the query model + learned fusion; 0.575 / 0.461 / 0.724 on an AVX2-only CPU,
 # whose int8 kernels compute slightly different vectors): a real ranking regression fails the run.
-# `--rerank` (0.586 / 0.462 / 0.747 here) has its own floors, as far below.
+# `--rerank` (0.586 / 0.462 / 0.747 here) has its own floors, as far below. `--foreign` asks each
+# package as many other packages' questions: the default search's confidence must keep telling
+# answers from non-answers (AUC 0.846, 86.2 % of foreign questions flagged here).
 cargo test --locked --bench retrieval -- --quick --check --floor chunk_r5=0.48,chunk_mrr=0.39,file_r1=0.64 \
-  --rerank --rerank-floor chunk_r5=0.50,chunk_mrr=0.40,file_r1=0.66
+  --rerank --rerank-floor chunk_r5=0.50,chunk_mrr=0.40,file_r1=0.66 \
+  --foreign --confidence-floor auc=0.78,foreign_flagged=0.75
 # The same indexes with int8 vectors (`raggrep index --vectors int8`; converted copies, no model
 # run, ~10 s): the same floors (0.575 / 0.461 / 0.724 here, as f32).
 cargo test --locked --bench retrieval -- --quick --vectors int8 --check --floor chunk_r5=0.48,chunk_mrr=0.39,file_r1=0.64
