@@ -179,6 +179,14 @@ local ok_run, err_run = xpcall(function()
   local qf = vim.fn.getqflist({ title = 1, items = 1, winid = 1 })
   check(':Raggrep sets the quickfix title', qf.title == 'raggrep: check whether an API token is still valid', qf.title)
   check(':Raggrep opens the quickfix window', qf.winid ~= 0)
+  n = #shown
+  vim.cmd('Raggrep render a 3d mesh with shadows')
+  check(':Raggrep about nothing here answers', wait(30000, function() return #shown > n end))
+  local far = vim.fn.getqflist({ title = 1, items = 1 })
+  check(':Raggrep says when there is no confident match', far.title == 'raggrep: render a 3d mesh with shadows (no confident match: closest code)' and #far.items > 0, far.title)
+  vim.cmd('Raggrep check whether an API token is still valid')
+  check(':Raggrep answers again', wait(30000, function() return #shown > n + 1 end))
+  qf = vim.fn.getqflist({ title = 1, items = 1, winid = 1 })
   local found
   for i = 1, math.min(3, #qf.items) do
     local item = qf.items[i]

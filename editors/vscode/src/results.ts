@@ -55,6 +55,10 @@ export interface SearchResult {
   query?: string;
   took_ms?: number;
   partial?: boolean;
+  /** Calibrated probability that the first 5 results hold the answer (default search only). */
+  confidence?: number;
+  /** Probably nothing here is what was asked about: the results are only the closest code. */
+  no_confident_match?: boolean;
   results?: Hit[];
   team?: TeamSection | null;
 }
@@ -386,6 +390,9 @@ export function searchTitle(result: SearchResult | undefined): string {
   }
   if (result?.partial) {
     title += ' (index still building)';
+  }
+  if (result?.no_confident_match === true && Array.isArray(result.results) && result.results.length > 0) {
+    title += ' — no confident match, closest code';
   }
   return title;
 }

@@ -84,6 +84,10 @@ function M.search(query, opts)
     if value(result.partial) then
       title = title .. ' (index still building)'
     end
+    -- The server's calibrated "probably nothing here": the hits are only the closest code.
+    if value(result.no_confident_match) == true and #(value(result.results) or {}) > 0 then
+      title = title .. ' (no confident match: closest code)'
+    end
     -- With the `team` setting, `result.team` holds the team index's hits (other repositories).
     require('raggrep.ui').show(result.results, { title = title, kind = 'search', ui = opts.ui, team = value(result.team) })
   end)

@@ -125,6 +125,13 @@ test('search titles say how many, how fast, and whether the index is still build
     searchTitle({ results: [validateToken, anonymous], partial: true }),
     'raggrep: Semantic Search — 2 results (index still building)',
   );
+  // The server's "no confident match" is said, once there is something to show.
+  assert.equal(
+    searchTitle({ results: [validateToken], took_ms: 3, confidence: 0.03, no_confident_match: true }),
+    'raggrep: Semantic Search — 1 result in 3 ms — no confident match, closest code',
+  );
+  assert.equal(searchTitle({ results: [], no_confident_match: true }), 'raggrep: Semantic Search — 0 results');
+  assert.equal(searchTitle({ results: [validateToken], confidence: 0.9, no_confident_match: false }), 'raggrep: Semantic Search — 1 result');
 });
 
 test('similar: empty selection sends the cursor line, a selection is sent as is; titles are 1-based', () => {
