@@ -549,6 +549,7 @@ fn audit_log_records_operations_not_code() {
     assert_eq!(search["results"], 2);
     assert_eq!(search["query_chars"], "secret question about tokens".len());
     assert!(search["ms"].as_f64().is_some() && search["ts_ms"].as_u64().is_some());
+    assert!(search["confidence"].as_f64().is_some_and(|c| (0.0..=1.0).contains(&c)), "{search}");
     assert!(!log.contains("secret question") && !log.contains("validate_token"), "{log}");
 
     // Through the language server: door "lsp".

@@ -609,6 +609,9 @@ fn audit_search(snapshot: &Snapshot, query: &Query, results: &search::SearchResu
     let mut detail = crate::workspace::query_detail(query, results.results.len());
     detail["partial"] = serde_json::json!(results.partial);
     detail["degraded"] = serde_json::json!(results.degraded.is_some());
+    if let Some(confidence) = results.confidence {
+        detail["confidence"] = serde_json::json!(confidence.value);
+    }
     audit::record(&snapshot.location.dir, Door::Cli, "search", results.took_ms, detail);
 }
 
