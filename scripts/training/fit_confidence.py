@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fit raggrep's search confidence (server/src/search/confidence.rs) on training packages only.
 
-Usage:  scripts/training/fit_confidence.sh   (dumps, then runs this)
+Usage:  scripts/training/fit_fusion.sh   (dumps, fits the fusion, then runs this on the same dumps)
         python fit_confidence.py --train DUMP.jsonl [--report NAME=DUMP.jsonl ...] --out JSON
 
 Input: `cargo bench --bench retrieval -- --dump-features FILE --foreign` rows. A row with a gold
@@ -184,7 +184,7 @@ def main() -> int:
     args = ap.parse_args()
     fusion = json.load(open(FUSION, encoding="utf-8"))
     use = [SIGNALS.index(s) for s in args.signals.split(",")]
-    items = prepare(load(args.train), fusion)
+    items = prepare(load(args.train, foreign=True), fusion)
     for it in items:
         it["x"] = [it["x"][i] for i in use]
     train = [it for it in items if it["split"] == "train"]
@@ -214,7 +214,7 @@ def main() -> int:
                "validation": evaluate(val, w, b, mu, sd, args.threshold)}
     for spec in args.report:
         name, path = spec.split("=", 1)
-        rep = prepare(load(path), fusion)
+        rep = prepare(load(path, foreign=True), fusion)
         for it in rep:
             it["x"] = [it["x"][i] for i in use]
         results[name] = evaluate(rep, w, b, mu, sd, args.threshold)

@@ -28,12 +28,16 @@ import time
 import numpy as np
 
 
-def load(path: str) -> list[dict]:
+def load(path: str, foreign: bool = False) -> list[dict]:
+    """The dump's rows; `foreign` keeps the rows of other packages' questions (`--foreign`, no
+    gold), which only the confidence fit (fit_confidence.py) reads."""
     rows = []
     with open(path, encoding="utf-8") as fh:
         for line in fh:
             if line.strip():
-                rows.append(json.loads(line))
+                row = json.loads(line)
+                if foreign or row.get("gold") is not None:
+                    rows.append(row)
     return rows
 
 
