@@ -92,7 +92,7 @@ fn distinct_scores(snapshot: &Snapshot, ranked: &[(usize, f32)], n: usize) -> Ve
     let mut scores = Vec::with_capacity(n);
     for &(index, score) in ranked {
         let Some(chunk) = snapshot.chunk(index) else { continue };
-        if kept.iter().any(|&(path, a, b)| path == chunk.path && a <= chunk.end_line && chunk.start_line <= b) {
+        if kept.iter().any(|&(path, start, end)| super::overlaps(path, start, end, &chunk)) {
             continue;
         }
         kept.push((chunk.path, chunk.start_line, chunk.end_line));

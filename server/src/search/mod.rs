@@ -10,6 +10,9 @@
 //!
 //! Results are chunks in editor terms (path, 1-based inclusive lines, symbol, score), with
 //! overlapping chunks of one file collapsed to the best one.
+//!
+//! A default (learned hybrid) search also says how likely its first results hold the answer
+//! ([`confidence`]): scores order one query's hits; the confidence compares across queries.
 
 pub mod confidence;
 pub mod learned;
@@ -299,8 +302,7 @@ pub fn search_with(
             continue;
         };
         // Overlapping pieces of one unit (or a unit and its container) count once.
-        if hits.iter().any(|h| h.path == chunk.path && h.start_line <= chunk.end_line && chunk.start_line <= h.end_line)
-        {
+        if hits.iter().any(|h| overlaps(&h.path, h.start_line, h.end_line, &chunk)) {
             continue;
         }
         hits.push(Hit {
@@ -330,6 +332,11 @@ pub fn search_with(
         confidence,
         results: hits,
     })
+}
+
+/// `chunk` overlaps lines `start..=end` of `path`: the two are one hit to a reader.
+fn overlaps(path: &str, start: u32, end: u32, chunk: &ChunkRef<'_>) -> bool {
+    path == chunk.path && start <= chunk.end_line && chunk.start_line <= end
 }
 
 /// How many of the best candidates the reranker re-sorts. Measured over the best 10 and 5 on
