@@ -33,7 +33,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fit_fusion import load, overlaps  # noqa: E402
+from fit_fusion import distinct, load, overlaps  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FUSION = os.path.join(HERE, "..", "..", "server", "src", "search", "learned_fusion.json")
@@ -47,20 +47,6 @@ SIGNALS = ["top_linear", "gap_5", "max_cosine", "gap_2", "top_cosine", "top_symb
 # The shipped subset, chosen on the validation packages' log-loss (README: the ablation).
 SHIPPED = ["top_linear", "gap_5", "max_cosine"]
 TOP_K = 5
-
-
-def distinct(order, spans):
-    """Indexes of `order` that survive the engine's de-duplication (overlapping hits of a file)."""
-    hits, kept = [], []
-    for i in order:
-        p, a, b = spans[i]
-        if any(h[0] == p and h[1] <= b and a <= h[2] for h in hits):
-            continue
-        hits.append((p, a, b))
-        kept.append(i)
-        if len(kept) == 10:
-            break
-    return kept
 
 
 def signals(X: np.ndarray, linear: np.ndarray, kept: list[int]) -> list[float]:

@@ -57,6 +57,19 @@ def prepare(rows: list[dict]):
     return out
 
 
+def distinct(order, spans, n: int = 10):
+    """The first `n` indexes of `order` that survive the engine's de-duplication (an overlapping
+    hit of the same file counts once)."""
+    kept = []
+    for i in order:
+        if any(overlaps(spans[i], spans[j]) for j in kept):
+            continue
+        kept.append(i)
+        if len(kept) == n:
+            break
+    return kept
+
+
 def ranks(items, score_fn):
     """(chunk rank, file rank) per query after the engine's de-duplication; 99 = not in top 10."""
     out = []
@@ -66,14 +79,7 @@ def ranks(items, score_fn):
             continue
         s = score_fn(it["X"])
         order = sorted(range(len(s)), key=lambda i: (-s[i], i))
-        hits = []
-        for i in order:
-            p, a, b = it["spans"][i]
-            if any(h[0] == p and h[1] <= b and a <= h[2] for h in hits):
-                continue
-            hits.append((p, a, b))
-            if len(hits) == 10:
-                break
+        hits = [it["spans"][i] for i in distinct(order, it["spans"])]
         gold = it["gold"]
         chunk = next((k for k, h in enumerate(hits) if overlaps(h, gold)), 99)
         file = next((k for k, h in enumerate(hits) if h[0] == gold[0]), 99)
