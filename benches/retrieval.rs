@@ -109,12 +109,18 @@ struct Scores {
     chunk_mrr: f64,
 }
 
+impl Gold {
+    /// A ranked answer is the gold chunk: its path, with overlapping lines.
+    fn is_hit(&self, (path, start, end): &(String, u32, u32)) -> bool {
+        *path == self.path && *start <= self.end_line && self.start_line <= *end
+    }
+}
+
 impl Scores {
     fn add(&mut self, gold: &Gold, ranked: &Ranked) {
         self.n += 1;
         let file_rank = ranked.iter().position(|(p, _, _)| *p == gold.path);
-        let chunk_rank =
-            ranked.iter().position(|(p, s, e)| *p == gold.path && *s <= gold.end_line && gold.start_line <= *e);
+        let chunk_rank = ranked.iter().position(|r| gold.is_hit(r));
         for (i, k) in [1, 5, 10].into_iter().enumerate() {
             self.file[i] += f64::from(u8::from(file_rank.is_some_and(|r| r < k)));
             self.chunk[i] += f64::from(u8::from(chunk_rank.is_some_and(|r| r < k)));
@@ -138,8 +144,7 @@ struct ConfidenceStats {
 
 impl ConfidenceStats {
     fn add_own(&mut self, confidence: raggrep::search::Confidence, gold: &Gold, ranked: &Ranked) {
-        let found =
-            ranked.iter().take(5).any(|(p, s, e)| *p == gold.path && *s <= gold.end_line && gold.start_line <= *e);
+        let found = ranked.iter().take(5).any(|r| gold.is_hit(r));
         self.own.push((f64::from(confidence.value), confidence.confident, found));
     }
 
@@ -464,7 +469,6 @@ fn main() {
                 });
                 dump_line(out, &row);
             }
-            let mut confidence = None;
             for (s, (name, mode, fusion, use_tuned)) in systems.iter().enumerate() {
                 let vector = if *use_tuned { &tuned } else { &plain };
                 let ranked: Ranked = match mode {
@@ -497,14 +501,17 @@ fn main() {
                             Instant::now(),
                         )
                         .unwrap();
-                        confidence = confidence.or(results.confidence.filter(|_| s == 0));
-                        results.results.into_iter().map(|h| (h.path, h.start_line, h.end_line)).collect()
+                        let confidence = results.confidence;
+                        let ranked: Ranked =
+                            results.results.into_iter().map(|h| (h.path, h.start_line, h.end_line)).collect();
+                        // The default system's confidence, judged against its own first 5.
+                        if let (0, Some(c)) = (s, confidence) {
+                            confidence_stats.add_own(c, gold, &ranked);
+                        }
+                        ranked
                     }
                     None => baseline.search(vector, 10),
                 };
-                if let Some(c) = confidence.take() {
-                    confidence_stats.add_own(c, gold, &ranked);
-                }
                 scores[s].entry(gold.language.clone()).or_default().add(gold, &ranked);
                 scores[s].entry("all".into()).or_default().add(gold, &ranked);
             }
