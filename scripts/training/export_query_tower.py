@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Export the trained query tower to ONNX: fp32 graph with replaced initializers, then int8
-exactly as scripts/bootstrap.py derives the default model.
+"""Export a trained tower (query or document side) to ONNX: fp32 graph with replaced
+initializers, then int8 exactly as scripts/bootstrap.py derives the default model.
 
-Usage:  scripts/training/export_query_tower.sh   (this step: the bootstrap's tools venv, i.e. the
-        same pinned onnx 1.23.2 / onnxruntime 1.31.1 / numpy 2.4.6 that derive the default)
+Usage:  scripts/training/export_query_tower.sh [--role document]   (this step: the bootstrap's
+        tools venv, i.e. the same pinned onnx 1.23.2 / onnxruntime 1.31.1 / numpy 2.4.6 that
+        derive the default). `--role document` exports train_doc_tower.py's encoder as
+        all-minilm-l6-v2-code-{fp32,int8} under training/doctower/.
 
 1. Recipe check: re-quantizes the default fp32 model with bootstrap.py's call
    (quantize_dynamic(fp32, weight_type=QInt8, per_channel=True), its warnings silenced as
@@ -45,8 +47,13 @@ spec = importlib.util.spec_from_file_location("bootstrap", os.path.join(E.REPO, 
 B = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(B)
 
-FP32_ID = "all-minilm-l6-v2-qtower-fp32"
-INT8_ID = "all-minilm-l6-v2-qtower-int8"
+# role -> (training dir, fp32 id, int8 id, default params file, trainer)
+ROLES = {
+    "query": ("qtower", "all-minilm-l6-v2-qtower-fp32", "all-minilm-l6-v2-qtower-int8", "params.npz",
+              "train_query_tower.py"),
+    "document": ("doctower", "all-minilm-l6-v2-code-fp32", "all-minilm-l6-v2-code-int8",
+                 "doc_tower-params.npz", "train_doc_tower.py"),
+}
 
 
 def sha256_file(path: str) -> str:
@@ -68,9 +75,9 @@ def quantize(src: str, dst: str) -> None:
         logging.disable(logging.NOTSET)
 
 
-def model_json(mid: str, sha: str, source: str) -> str:
+def model_json(mid: str, sha: str, source: str, role: str) -> str:
     return json.dumps({"id": mid, "dim": E.DIM, "max_tokens": E.MAX_TOKENS, "pooling": "mean",
-                       "normalize": True, "sha256": sha, "source": source, "role": "query"},
+                       "normalize": True, "sha256": sha, "source": source, "role": role},
                       indent=2) + "\n"
 
 
@@ -84,13 +91,17 @@ def default_fp32() -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--params", default=os.path.join(E.training_dir(), "qtower", "params.npz"))
-    ap.add_argument("--out", default=os.path.join(HERE, "out", "query_tower_export.json"))
+    ap.add_argument("--role", choices=sorted(ROLES), default="query")
+    ap.add_argument("--params", default="", help="default: the role's trainer output")
+    ap.add_argument("--out", default="", help="default: out/<role>_tower_export.json")
     args = ap.parse_args()
     t0 = time.time()
     home = E.raggrep_home()
     fp32_default = default_fp32()
-    qdir = os.path.join(E.training_dir(), "qtower")
+    sub, FP32_ID, INT8_ID, params_file, trainer = ROLES[args.role]
+    qdir = os.path.join(E.training_dir(), sub)
+    args.params = args.params or os.path.join(qdir, params_file)
+    args.out = args.out or os.path.join(HERE, "out", f"{'query' if args.role == 'query' else 'doc'}_tower_export.json")
 
     # 1. the derivation here is the bootstrap's: same call, same venv => same bytes
     with tempfile.TemporaryDirectory(dir=qdir) as tmp:
@@ -116,18 +127,19 @@ def main() -> None:
         shutil.copyfile(tok_src, os.path.join(d, "tokenizer.json"))
     fp32_path, int8_path = os.path.join(fdir, "model.onnx"), os.path.join(idir, "model.onnx")
     T.write_onnx(fp32_default, fp32_path, params, names,
-                 doc="raggrep query tower (issue 16): all-minilm-l6-v2-fp32 graph, query-side "
-                     "fine-tuned values (scripts/training/train_query_tower.py)")
+                 doc=f"raggrep {args.role} tower (issue 16): all-minilm-l6-v2-fp32 graph, {args.role}-side "
+                     f"fine-tuned values (scripts/training/{trainer})")
     quantize(fp32_path, int8_path)
     fsha, isha = sha256_file(fp32_path), sha256_file(int8_path)
     ops = B.op_counts(B.Path(int8_path))
     if ops.get("MatMulInteger", 0) < 36 or ops.get("DynamicQuantizeLinear", 0) < 1:
-        sys.exit(f"quantized query tower lacks MatMulInteger/DynamicQuantizeLinear: {ops}")
+        sys.exit(f"quantized {args.role} tower lacks MatMulInteger/DynamicQuantizeLinear: {ops}")
     with open(os.path.join(fdir, "raggrep-model.json"), "w") as fh:
-        fh.write(model_json(FP32_ID, fsha, "all-minilm-l6-v2-fp32 graph with the query tower's "
-                            "trained values (scripts/training/export_query_tower.py)"))
+        fh.write(model_json(FP32_ID, fsha, f"all-minilm-l6-v2-fp32 graph with the {args.role} tower's "
+                            "trained values (scripts/training/export_query_tower.py)", args.role))
     with open(os.path.join(idir, "raggrep-model.json"), "w") as fh:
-        fh.write(model_json(INT8_ID, isha, B.SOURCES["int8"].replace("all-minilm-l6-v2-fp32", FP32_ID)))
+        fh.write(model_json(INT8_ID, isha, B.SOURCES["int8"].replace("all-minilm-l6-v2-fp32", FP32_ID),
+                            args.role))
     with open(args.params, "rb") as fh:
         psha = hashlib.sha256(fh.read()).hexdigest()
     info = {

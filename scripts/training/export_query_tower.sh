@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Export the trained query tower (params.npz) to ONNX fp32 + int8 in the bootstrap's tools venv
+# Export the trained query tower (params.npz; `--role document`: the document tower) to ONNX fp32 + int8 in the bootstrap's tools venv
 # (the same pinned onnx/onnxruntime/numpy that derive the default int8 model), then check its
 # fidelity against the JAX encoder in the qtower venv. Niced, one thread.
 set -euo pipefail
@@ -9,4 +9,6 @@ home="${RAGGREP_HOME:-$HOME/.cache/raggrep}"
 [[ -x "$home/tools/qtower-venv/bin/python" ]] || { echo "export_query_tower.sh: run train_query_tower.sh first" >&2; exit 1; }
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 nice -n 19 "$home/tools/venv/bin/python" "$here/export_query_tower.py" "$@"
-exec nice -n 19 "$home/tools/qtower-venv/bin/python" "$here/verify_query_tower.py"
+role=query
+for ((i = 1; i <= $#; i++)); do [[ ${!i} == --role ]] && { j=$((i + 1)); role="${!j}"; }; done
+exec nice -n 19 "$home/tools/qtower-venv/bin/python" "$here/verify_query_tower.py" --role "$role"

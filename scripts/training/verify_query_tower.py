@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Export fidelity of the query tower: the trained JAX encoder (params.npz) against the exported
-ONNX files, on every validation query and every TUNE query.
+"""Export fidelity of a tower: the trained JAX encoder (params.npz) against the exported ONNX
+files; the query tower on every validation query and every TUNE query, the document tower
+(`--role document`) on 1,000 validation-package code texts (a seeded sample).
 
-Usage:  scripts/training/export_query_tower.sh   (this step runs in the qtower venv: needs JAX)
+Usage:  scripts/training/export_query_tower.sh [--role document]   (this step runs in the qtower
+        venv: needs JAX)
 
 - fp32 export: onnxruntime, batch 1, embed.py's recipe, vs JAX fp32 (padded batches); min
   cosine must exceed 0.9999 (the graph is the same, only the initializers changed).
@@ -10,7 +12,7 @@ Usage:  scripts/training/export_query_tower.sh   (this step runs in the qtower v
   (onnxruntime, batch 1, int8 model); mean cosine must exceed 0.99, and the minimum must not be
   more than 0.005 below the default model's own int8-vs-fp32 minimum on the same texts
   (dynamic int8 quantisation moves short queries by that much anyway; reported beside it).
-Adds "fidelity" to scripts/training/out/query_tower_export.json.
+Adds "fidelity" to scripts/training/out/{query,doc}_tower_export.json.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+import random  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 
@@ -40,9 +43,15 @@ def stats(cos: np.ndarray) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--params", default=os.path.join(E.training_dir(), "qtower", "params.npz"))
-    ap.add_argument("--export-json", default=os.path.join(HERE, "out", "query_tower_export.json"))
+    ap.add_argument("--role", choices=["query", "document"], default="query")
+    ap.add_argument("--params", default="")
+    ap.add_argument("--export-json", default="")
     args = ap.parse_args()
+    query_side = args.role == "query"
+    args.params = args.params or os.path.join(
+        E.training_dir(), *(("qtower", "params.npz") if query_side else ("doctower", "doc_tower-params.npz")))
+    args.export_json = args.export_json or os.path.join(
+        HERE, "out", "query_tower_export.json" if query_side else "doc_tower_export.json")
     import jax
     import jax.numpy as jnp
 
@@ -52,10 +61,15 @@ def main() -> None:
     tdir = E.training_dir()
     manifest, rows = load_pairs()
     _, val_p = split_packages(manifest, 0.2, 16)
-    texts = [r["query"] for r in rows if r["package"] in set(val_p)]
-    with open(os.path.join(tdir, "bench", "tune.jsonl")) as fh:
-        texts += [q for q in (json.loads(line).get("query") for line in fh) if q]
-    texts = sorted(set(texts))
+    if query_side:
+        texts = [r["query"] for r in rows if r["package"] in set(val_p)]
+        with open(os.path.join(tdir, "bench", "tune.jsonl")) as fh:
+            texts += [q for q in (json.loads(line).get("query") for line in fh) if q]
+        texts = sorted(set(texts))
+    else:
+        texts = sorted({E.document_text(r["path"], r["symbol"], r["code"]) for r in rows
+                        if r["package"] in set(val_p)})
+        texts = sorted(random.Random(16).sample(texts, min(1000, len(texts))))
 
     fp32_default = os.path.join(E.raggrep_home(), "models", "all-minilm-l6-v2-fp32", "model.onnx")
     _, _, cfg = T.load_params(fp32_default)
@@ -72,15 +86,17 @@ def main() -> None:
         ids, mask = T.pad_batch([encs[i] for i in part], rows=128)
         ref[part] = np.asarray(fwd(pj, ids, mask))[:len(part)]
 
-    f32 = E.Embedder(f"qtower-fp32-{info['fp32']['sha256'][:12]}", model_dir=fdir)
-    i8 = E.Embedder(f"qtower-int8-{info['int8']['sha256'][:12]}",
+    tag = "qtower" if query_side else "doctower"
+    f32 = E.Embedder(f"{tag}-fp32-{info['fp32']['sha256'][:12]}", model_dir=fdir)
+    i8 = E.Embedder(f"{tag}-int8-{info['int8']['sha256'][:12]}",
                     model_dir=os.path.dirname(info["int8"]["path"]))
-    res = {"texts": "every validation-package query and every TUNE query (distinct)",
+    res = {"texts": "every validation-package query and every TUNE query (distinct)" if query_side
+           else "1,000 validation-package code texts (seeded sample)",
            "fp32_export_vs_jax": stats((f32.embed(texts, "fp32 export") * ref).sum(1)),
            "int8_export_vs_jax": stats((i8.embed(texts, "int8 export") * ref).sum(1)),
            "seconds": None}
     # reference: the same quantisation's effect on the DEFAULT model (int8 vs fp32, both
-    # onnxruntime batch 1), i.e. how far int8 moves query vectors anyway
+    # onnxruntime batch 1), i.e. how far int8 moves these texts' vectors anyway
     d32 = E.Embedder("all-minilm-l6-v2-fp32").embed(texts, "default fp32")
     d8 = E.Embedder("all-minilm-l6-v2-int8").embed(texts, "default int8")
     res["default_int8_vs_default_fp32"] = stats((d8 * d32).sum(1))

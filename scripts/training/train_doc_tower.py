@@ -1,0 +1,335 @@
+#!/usr/bin/env python3
+"""Fine-tune the MiniLM encoder on the DOCUMENT side, against the frozen query model (issue 16).
+
+Usage:  scripts/training/train_doc_tower.sh [--lr X] [--max-minutes M] ...
+        (the query tower's venv ~/.cache/raggrep/tools/qtower-venv)
+
+Why: once the right file is found, the default model cannot tell a short method from its
+siblings (BENCHMARKS.md, "More candidates from the best files": clap's `Arg::num_args` ranks
+171st by cosine among its file's chunks). The query tower moved only the query side; this moves
+the code side, so it needs every index re-embedded if shipped (same architecture, same cost).
+
+Model:  all-MiniLM-L6-v2 in JAX (qtower.py) from the default fp32 graph; document vector =
+        normalize(meanpool(encoder("<path> <symbol>\\n<code>"))) as chunk::embedding_text.
+        Queries are the SHIPPED query model's int8 vectors (out/query-model-int8.onnx, as
+        installed by the bootstrap), frozen: the engine pairs that model with the new documents.
+Loss:   InfoNCE, temperature TAU, queries against the batch's documents. A batch holds --batch
+        queries of ONE package, their documented functions, and for each one function of the
+        same file (the sibling the model confuses; one of the same package when the file has
+        no other). Training texts are cut at --train-len tokens (cost); validation embeds at
+        256, as the engine does.
+Split:  train_adapter.split_packages (same seed => the same 13 validation packages as every
+        learned part). Early stopping on validation MRR@10 macro over languages with >= 50
+        validation queries, each query against every validation code text of its package,
+        with the new document vectors (all re-embedded at every validation).
+Output: ~/.cache/raggrep/training/doctower/params.npz   trained encoder (fp32)
+        scripts/training/out/doc_tower_train.json         hyper-parameters, history, numbers
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import hashlib  # noqa: E402
+import json  # noqa: E402
+import random  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import embed as E  # noqa: E402
+import qtower as T  # noqa: E402
+from train_adapter import evaluate, fmt, group_by, load_pairs, log, macro, split_packages  # noqa: E402
+from train_query_tower import FROZEN_DEFAULT, check_forward  # noqa: E402
+
+FP32 = "all-minilm-l6-v2-fp32"
+INT8 = "all-minilm-l6-v2-int8"
+QUERY_CACHE = "all-minilm-l6-v2-query-int8"
+
+
+def doctower_dir() -> str:
+    return os.path.join(E.training_dir(), "doctower")
+
+
+def query_model_embedder() -> E.Embedder:
+    """embed.py's recipe with the query model the bootstrap installs beside the default one."""
+    installed = os.path.join(E.raggrep_home(), "models", INT8)
+    onnx_path = os.path.join(installed, "query-model.onnx")
+    if not os.path.exists(onnx_path):
+        sys.exit(f"{onnx_path} missing: run scripts/bootstrap.sh")
+    d = tempfile.mkdtemp(prefix="raggrep-query-model-")
+    for name, src in (("model.onnx", onnx_path),
+                      ("raggrep-model.json", os.path.join(installed, "raggrep-model.json")),
+                      ("tokenizer.json", os.path.join(installed, "tokenizer.json"))):
+        os.symlink(src, os.path.join(d, name))
+    return E.Embedder(QUERY_CACHE, model_dir=d)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=16, help="queries a step (documents: twice that)")
+    ap.add_argument("--lr", type=float, default=2e-5)
+    ap.add_argument("--warmup", type=int, default=50)
+    ap.add_argument("--weight-decay", type=float, default=0.01)
+    ap.add_argument("--tau", type=float, default=0.05)
+    ap.add_argument("--train-len", type=int, default=128, help="tokens of a training document")
+    ap.add_argument("--eval-every", type=int, default=150, help="steps between validation runs")
+    ap.add_argument("--patience", type=int, default=3, help="validation runs without gain")
+    ap.add_argument("--max-minutes", type=float, default=60.0, help="training wall-clock budget")
+    ap.add_argument("--max-steps", type=int, default=300,
+                    help="stop after this many steps (0: no limit); 300 = the shipped run")
+    ap.add_argument("--val-frac", type=float, default=0.2)
+    ap.add_argument("--seed", type=int, default=16)
+    ap.add_argument("--out", default=os.path.join(HERE, "out"))
+    ap.add_argument("--tag", default="doc_tower")
+    args = ap.parse_args()
+    t_start = time.time()
+
+    import jax
+    import jax.numpy as jnp
+
+    manifest, rows = load_pairs()
+    log(f"{len(rows)} pairs from {len(manifest['packages'])} packages")
+    texts = [E.document_text(r["path"], r["symbol"], r["code"]) for r in rows]
+
+    emb = E.Embedder(INT8)
+    log(f"embedding recipe check: min cosine {emb.self_check():.5f} to tests/data/reference_vectors.json")
+    D8 = emb.embed(texts, "code").astype(np.float64)
+    del emb
+    qemb = query_model_embedder()
+    Q = qemb.embed([r["query"] for r in rows], "queries (query model)").astype(np.float64)
+    del qemb
+
+    fp32_dir = os.path.join(E.raggrep_home(), "models", FP32)
+    params, _names, cfg = T.load_params(os.path.join(fp32_dir, "model.onnx"))
+    tok = T.tokenizer(fp32_dir)
+    probe = [texts[i] for i in range(0, len(rows), 997)][:19]
+    cos_check = check_forward(params, cfg, tok, fp32_dir, probe)
+    log(f"JAX forward vs onnxruntime fp32 graph: min cosine {cos_check:.7f} over {len(probe)} texts")
+    if cos_check <= 0.9999:
+        sys.exit("JAX forward does not reproduce the fp32 ONNX graph; not training")
+
+    train_p, val_p = split_packages(manifest, args.val_frac, args.seed)
+    train_idx = [i for i, r in enumerate(rows) if r["package"] in set(train_p)]
+    val_idx = [i for i, r in enumerate(rows) if r["package"] in set(val_p)]
+    log(f"train: {len(train_idx)} pairs / {len(train_p)} packages; validation: {len(val_idx)} "
+        f"pairs / {len(val_p)} packages")
+
+    full_encs = tok.encode_batch(texts)
+    short_tok = T.tokenizer(fp32_dir)
+    short_tok.enable_truncation(args.train_len)
+    train_encs = short_tok.encode_batch(texts)
+
+    frozen_names = set(FROZEN_DEFAULT)
+    trainable = {k: jnp.asarray(v) for k, v in params.items() if k not in frozen_names}
+    frozen = {k: jnp.asarray(v) for k, v in params.items() if k in frozen_names}
+    decay = {k: (v.ndim == 2) for k, v in trainable.items()}
+    log(f"trainable values {sum(int(v.size) for v in trainable.values()):,}; frozen: {sorted(frozen_names)}")
+
+    def encode(tp, ids, mask):
+        return T.forward({**tp, **frozen}, ids, mask, cfg)
+
+    fwd = jax.jit(encode)
+
+    def embed_docs(tp, idx: list[int], bs: int = 64) -> np.ndarray:
+        out = np.zeros((len(rows), E.DIM), dtype=np.float64)
+        order = sorted(idx, key=lambda i: len(full_encs[i].ids))
+        for s in range(0, len(order), bs):
+            part = order[s:s + bs]
+            ids, mask = T.pad_batch([full_encs[i] for i in part], rows=bs)
+            out[part] = np.asarray(fwd(tp, ids, mask))[:len(part)]
+        return out
+
+    def validate(tp) -> dict:
+        return evaluate(np.eye(E.DIM), Q, embed_docs(tp, val_idx), rows, val_idx)
+
+    nd = 2 * args.batch
+    Qj = jnp.asarray(Q.astype(np.float32))
+
+    def loss_fn(tp, ids, mask, doc_ok, qrows, gold, w):
+        dv = encode(tp, ids, mask)  # [nd, H]
+        logits = (Qj[qrows] @ dv.T) / args.tau  # [B, nd]
+        logits = jnp.where(doc_ok[None, :], logits, -1e9)
+        lse = jax.scipy.special.logsumexp(logits, axis=1)
+        nll = lse - jnp.take_along_axis(logits, gold[:, None], axis=1)[:, 0]
+        return (nll * w).sum() / jnp.maximum(w.sum(), 1.0)
+
+    b1, b2, eps_adam = 0.9, 0.999, 1e-8
+
+    @jax.jit
+    def train_step(tp, m, v, step, lr, ids, mask, doc_ok, qrows, gold, w):
+        loss, g = jax.value_and_grad(loss_fn)(tp, ids, mask, doc_ok, qrows, gold, w)
+        step = step + 1
+        new_tp, new_m, new_v = {}, {}, {}
+        for k in tp:
+            new_m[k] = b1 * m[k] + (1 - b1) * g[k]
+            new_v[k] = b2 * v[k] + (1 - b2) * g[k] * g[k]
+            upd = (new_m[k] / (1 - b1 ** step)) / (jnp.sqrt(new_v[k] / (1 - b2 ** step)) + eps_adam)
+            if decay[k]:
+                upd = upd + args.weight_decay * tp[k]
+            new_tp[k] = tp[k] - lr * upd
+        return new_tp, new_m, new_v, step, loss
+
+    by_pkg = group_by(rows, train_idx, "package")
+    by_file: dict[tuple[str, str], list[int]] = {}
+    for i in train_idx:
+        by_file.setdefault((rows[i]["package"], rows[i]["path"]), []).append(i)
+
+    def make_batches(rng: random.Random):
+        """(query rows, document rows) per step; one package per step."""
+        out = []
+        for pk, g in sorted(by_pkg.items()):
+            g = list(g)
+            rng.shuffle(g)
+            for s in range(0, len(g), args.batch):
+                part = g[s:s + args.batch]
+                if len(part) < 4:
+                    continue
+                docs = list(dict.fromkeys(part))
+                for i in part:
+                    sib = [j for j in by_file[(pk, rows[i]["path"])] if j not in docs]
+                    pool = sib or [j for j in g if j not in docs]
+                    if pool:
+                        docs.append(rng.choice(pool))
+                out.append((part, docs[:nd]))
+        rng.shuffle(out)
+        return out
+
+    def batch_arrays(part, docs):
+        ids, mask = T.pad_batch([train_encs[i] for i in docs], rows=nd, max_len=args.train_len)
+        ok = np.zeros(nd, dtype=bool)
+        ok[:len(docs)] = True
+        qrows = np.zeros(args.batch, dtype=np.int32)
+        qrows[:len(part)] = part
+        gold = np.zeros(args.batch, dtype=np.int32)
+        gold[:len(part)] = [docs.index(i) for i in part]
+        w = np.zeros(args.batch, dtype=np.float32)
+        w[:len(part)] = 1.0
+        return ids, mask, ok, qrows, gold, w
+
+    base_int8 = evaluate(np.eye(E.DIM), Q, D8, rows, val_idx)
+    t0 = time.time()
+    base_val = validate(trainable)
+    log(f"default int8 documents (what an index holds) val {fmt(base_int8['all'])} macro {macro(base_int8):.4f}")
+    log(f"default fp32 JAX documents                    val {fmt(base_val['all'])} macro {macro(base_val):.4f} "
+        f"({time.time() - t0:.0f}s)")
+
+    rng = random.Random(args.seed)
+    tp = trainable
+    m = {k: jnp.zeros_like(x) for k, x in tp.items()}
+    v = {k: jnp.zeros_like(x) for k, x in tp.items()}
+    step = jnp.asarray(0, dtype=jnp.int32)
+    best = {"macro": macro(base_val), "step": 0, "params": {k: np.asarray(x) for k, x in tp.items()},
+            "val": base_val}
+    history = [{"step": 0, "epoch": 0.0, "loss": None, "val_MRR@10": base_val["all"]["MRR@10"],
+                "val_R@5": base_val["all"]["R@5"], "val_macro_MRR@10": macro(base_val)}]
+    t_train = time.time()
+    n_step, stale, stop, losses = 0, 0, "", []
+    for epoch in range(1, args.epochs + 1):
+        batches = make_batches(rng)
+        for bi, (part, docs) in enumerate(batches):
+            lr = args.lr * min(1.0, (n_step + 1) / max(args.warmup, 1))
+            tp, m, v, step, loss = train_step(tp, m, v, step, lr, *batch_arrays(part, docs))
+            n_step += 1
+            losses.append(float(loss))
+            if not np.isfinite(losses[-1]):
+                sys.exit(f"loss is {losses[-1]} at step {n_step}; not saving")
+            if n_step % 20 == 0:
+                log(f"  step {n_step} (epoch {epoch}, {bi + 1}/{len(batches)})  loss {np.mean(losses[-20:]):.4f}"
+                    f"  {(time.time() - t_train) / n_step:.2f}s/step")
+            over = (time.time() - t_train) / 60 > args.max_minutes or n_step == args.max_steps
+            if n_step % args.eval_every == 0 or over or (epoch == args.epochs and bi == len(batches) - 1):
+                vres = validate(tp)
+                vm = macro(vres)
+                history.append({"step": n_step, "epoch": round(epoch - 1 + (bi + 1) / len(batches), 3),
+                                "loss": float(np.mean(losses[-args.eval_every:])),
+                                "val_MRR@10": vres["all"]["MRR@10"], "val_R@5": vres["all"]["R@5"],
+                                "val_macro_MRR@10": vm, "minutes": round((time.time() - t_train) / 60, 1)})
+                log(f"step {n_step} epoch {history[-1]['epoch']}  val {fmt(vres['all'])}  macro MRR@10 {vm:.4f}"
+                    f"  ({(time.time() - t_train) / 60:.1f} min)")
+                if vm > best["macro"]:
+                    best = {"macro": vm, "step": n_step, "val": vres,
+                            "params": {k: np.asarray(x) for k, x in tp.items()}}
+                    stale = 0
+                    save(params, best, args)
+                else:
+                    stale += 1
+                if stale >= args.patience:
+                    stop = f"early stop: no validation gain in {args.patience} evaluations"
+                elif over:
+                    stop = (f"--max-steps {args.max_steps} reached" if n_step == args.max_steps
+                            else f"time budget of {args.max_minutes} min reached")
+            if stop:
+                break
+        if stop:
+            break
+    t_train = time.time() - t_train
+    log(stop or "all epochs done")
+    final = best["val"]
+    log(f"best step {best['step']}: val {fmt(final['all'])} macro {best['macro']:.4f}")
+    for lang in sorted(k for k in final if k != "all"):
+        log(f"  {lang:11s} default int8 {fmt(base_int8[lang])}\n  {'':11s} doc tower    {fmt(final[lang])}")
+
+    npz, digest = save(params, best, args)
+    pk = {f"{p['name']}-{p['version']}": p for p in manifest["packages"]}
+    info = {
+        "what": "document tower: all-MiniLM-L6-v2 fine-tuned on the document side against the "
+                "frozen int8 query model; params.npz (fp32) -> export_doc_tower.py",
+        "params_npz": npz, "params_sha256": digest,
+        "base_model": FP32, "query_vectors": "query-model.onnx (int8, embed.py's recipe)",
+        "jax": jax.__version__, "forward_check_min_cosine_vs_onnxruntime_fp32": cos_check,
+        "seed": args.seed,
+        "hyperparameters": {k: getattr(args, k) for k in (
+            "epochs", "batch", "lr", "warmup", "weight_decay", "tau", "train_len", "eval_every",
+            "patience", "max_minutes", "val_frac")},
+        "frozen": sorted(frozen_names),
+        "best_step": best["step"], "steps_run": n_step, "stop": stop or "all epochs done",
+        "early_stopping": "validation MRR@10 macro over languages with >= 50 validation queries",
+        "validation_macro_MRR@10": {"default_int8": macro(base_int8), "default_fp32": macro(base_val),
+                                    "doc_tower_fp32": best["macro"]},
+        "train_packages": [{"package": p, "language": pk[p]["language"], "sha256": pk[p]["sha256"]}
+                           for p in train_p],
+        "validation_packages": [{"package": p, "language": pk[p]["language"], "sha256": pk[p]["sha256"]}
+                                for p in val_p],
+        "pairs": {"train": len(train_idx), "validation": len(val_idx)},
+        "validation": {"note": "query-model int8 vectors against every validation code text of "
+                               "the query's package; dense only, function level",
+                       "default_int8": base_int8, "default_fp32": base_val, "doc_tower_fp32": final},
+        "history": history,
+        "seconds": {"train": round(t_train, 1), "total": round(time.time() - t_start, 1)},
+    }
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, f"{args.tag}_train.json"), "w") as fh:
+        json.dump(info, fh, indent=2)
+        fh.write("\n")
+    log(f"wrote {npz} and {args.out}/{args.tag}_train.json; train {t_train / 60:.1f} min, "
+        f"total {(time.time() - t_start) / 60:.1f} min")
+
+
+def save(params: dict, best: dict, args) -> tuple[str, str]:
+    """The best parameters so far (written at every gain, so a killed run keeps them)."""
+    os.makedirs(doctower_dir(), exist_ok=True)
+    full = {k: np.asarray(x, dtype=np.float32) for k, x in params.items()}
+    full.update({k: np.asarray(x, dtype=np.float32) for k, x in best["params"].items()})
+    npz = os.path.join(doctower_dir(), f"{args.tag}-params.npz")
+    tmp = npz + ".tmp.npz"
+    np.savez(tmp, **full)
+    os.replace(tmp, npz)
+    h = hashlib.sha256()
+    for k in sorted(full):
+        h.update(k.encode())
+        h.update(np.ascontiguousarray(full[k]).tobytes())
+    return npz, h.hexdigest()
+
+
+if __name__ == "__main__":
+    main()
