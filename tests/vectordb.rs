@@ -108,6 +108,49 @@ fn is_uuid(key: &str) -> bool {
         && key.chars().all(|c| c == '-' || c.is_ascii_hexdigit())
 }
 
+/// The first values `raggrep embed --document` prints for `text` with `model` (None: the default).
+fn embedded_first_values(model: Option<&str>, text: &str) -> Vec<f32> {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_raggrep"));
+    if let Some(model) = model {
+        command.args(["--model", model]);
+    }
+    let out = command.args(["embed", "--document", text]).stdin(Stdio::null()).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let line = stdout(&out).lines().find_map(|l| l.strip_prefix("first: [").map(str::to_string)).unwrap();
+    line.trim_end_matches(']').split(", ").map(|v| v.parse().unwrap()).collect()
+}
+
+#[test]
+fn the_store_embeds_with_all_minilm_itself_unless_told_otherwise() {
+    // Seed 002's stack writes all-MiniLM-L6-v2 vectors; the code index's default model is that
+    // network fine-tuned for code, so the store keeps the plain one (and `--model` still rules).
+    let text = "banana bread baking instructions with ripe bananas";
+    let plain = embedded_first_values(Some("all-minilm-l6-v2-int8"), text);
+    let code = embedded_first_values(None, text);
+    let close = |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-4);
+    assert!(!close(&plain, &code), "the default model is not the plain one: {plain:?} vs {code:?}");
+
+    let ws = Workspace::new();
+    ws.ok(&["store", text, "recipe"]);
+    let rows = ws.json(&["list"]);
+    let stored: Vec<f32> =
+        rows["rows"][0]["embedding"].as_array().unwrap()[..8].iter().map(|v| v.as_f64().unwrap() as f32).collect();
+    assert!(close(&stored, &plain), "stored {stored:?}, all-MiniLM-L6-v2 {plain:?}");
+
+    let other = Workspace::new();
+    let out = Command::new(env!("CARGO_BIN_EXE_raggrep"))
+        .args(["--model", "all-minilm-l6-v2-code-int8", "db", "store", text, "recipe"])
+        .current_dir(other.root())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows = other.json(&["list"]);
+    let stored: Vec<f32> =
+        rows["rows"][0]["embedding"].as_array().unwrap()[..8].iter().map(|v| v.as_f64().unwrap() as f32).collect();
+    assert!(close(&stored, &code), "--model names the store's model: {stored:?} vs {code:?}");
+}
+
 #[test]
 fn every_action_in_human_and_json_output() {
     let ws = Workspace::new();

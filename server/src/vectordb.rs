@@ -14,11 +14,12 @@
 
 use std::io;
 use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params};
 
-use crate::embed::{EmbedError, Embedder};
+use crate::embed::{Assets, EmbedError, EmbedOptions, Embedder, OnnxEmbedder, PLAIN_MODEL};
 
 /// The default database, inside the workspace's index directory (`ROOT/.raggrep/`).
 pub const FILE_NAME: &str = "vectordb.sqlite";
@@ -79,6 +80,8 @@ pub enum VectorDbError {
     Remember { path: String, reason: String },
     #[error(transparent)]
     Embed(#[from] EmbedError),
+    #[error("cannot load the vector store's model: {0}")]
+    Model(String),
 }
 
 type Result<T, E = VectorDbError> = std::result::Result<T, E>;
@@ -260,6 +263,42 @@ pub fn read_import_file(roots: &[PathBuf], path: &Path) -> Result<(String, PathB
     }
     let text = String::from_utf8(bytes).map_err(|_| VectorDbError::BinaryFile(shown))?;
     Ok((text, canonical))
+}
+
+/// The vector store's model, loaded on first use: the one the user named (`--model`,
+/// `RAGGREP_MODEL_DIR`) or else all-MiniLM-L6-v2 itself ([`PLAIN_MODEL`]), not the code index's
+/// default. Seed 002's stack stores all-MiniLM-L6-v2 vectors, and raggrep's code model is that
+/// network fine-tuned for code chunks: a database searched with another network than the one
+/// that wrote it ranks by noise. A server that never touches the store never loads it.
+pub struct StoreModel {
+    model: Option<String>,
+    ort_dylib: Option<PathBuf>,
+    loaded: OnceLock<std::result::Result<Arc<OnnxEmbedder>, String>>,
+}
+
+impl StoreModel {
+    pub fn new(model: Option<&str>, ort_dylib: Option<&Path>) -> StoreModel {
+        StoreModel {
+            model: model.map(str::to_string),
+            ort_dylib: ort_dylib.map(Path::to_path_buf),
+            loaded: OnceLock::new(),
+        }
+    }
+
+    /// The embedder, loading it the first time; a failure is kept and repeated (the files will
+    /// not appear by themselves while the process runs).
+    pub fn embedder(&self) -> Result<Arc<OnnxEmbedder>> {
+        self.loaded
+            .get_or_init(|| {
+                Assets::locate_or(self.model.as_deref(), self.ort_dylib.as_deref(), PLAIN_MODEL)
+                    .map_err(EmbedError::from)
+                    .and_then(|assets| OnnxEmbedder::load(assets, EmbedOptions::default()))
+                    .map(Arc::new)
+                    .map_err(|e| e.to_string())
+            })
+            .clone()
+            .map_err(VectorDbError::Model)
+    }
 }
 
 /// Embeds stored texts and queries alike with the document model's plain call (mean pooled,

@@ -68,6 +68,7 @@ enum DbAction {
 
 pub fn run(args: DbArgs, model: Option<&str>, ort: Option<&Path>) -> Result<()> {
     let started = std::time::Instant::now();
+    let store_model = vectordb::StoreModel::new(model, ort);
     let location = IndexLocation::new(&args.root, args.index_dir.as_deref())?;
     let cwd = std::env::current_dir().context("the current directory")?;
     let mut out = io::stdout().lock();
@@ -114,8 +115,8 @@ pub fn run(args: DbArgs, model: Option<&str>, ort: Option<&Path>) -> Result<()> 
                     VectorDbError::InvalidArgument("embedding_text is empty: give the text to embed".into()).into()
                 );
             }
-            let embedder = super::load_embedder(model, ort)?;
-            let stored = db.store(&embedder, &embedding_text, &value)?;
+            let embedder = store_model.embedder()?;
+            let stored = db.store(embedder.as_ref(), &embedding_text, &value)?;
             let answer = wire::DbStored { key: stored.key.clone(), updated: stored.updated, path: None };
             emit(&mut out, &answer, &stored.key)?;
             if stored.updated && !json {
@@ -169,9 +170,9 @@ pub fn run(args: DbArgs, model: Option<&str>, ort: Option<&Path>) -> Result<()> 
             if top_k == 0 {
                 return Err(VectorDbError::InvalidArgument("--top-k must be at least 1".into()).into());
             }
-            let embedder = super::load_embedder(model, ort)?;
+            let embedder = store_model.embedder()?;
             let searched = std::time::Instant::now();
-            let hits = db.search(&embedder, &query, top_k)?;
+            let hits = db.search(embedder.as_ref(), &query, top_k)?;
             let took_ms = (searched.elapsed().as_secs_f64() * 10_000.0).round() / 10.0;
             let mut human = String::new();
             for hit in &hits {
@@ -193,8 +194,8 @@ pub fn run(args: DbArgs, model: Option<&str>, ort: Option<&Path>) -> Result<()> 
             // Checked before the model loads: a wrong file is the likelier mistake.
             let path = cwd.join(&filepath);
             vectordb::read_import_file(std::slice::from_ref(&location.root), &path)?;
-            let embedder = super::load_embedder(model, ort)?;
-            let (stored, canonical) = db.import_file(&embedder, std::slice::from_ref(&location.root), &path)?;
+            let embedder = store_model.embedder()?;
+            let (stored, canonical) = db.import_file(embedder.as_ref(), std::slice::from_ref(&location.root), &path)?;
             let answer = wire::DbStored {
                 key: stored.key.clone(),
                 updated: stored.updated,

@@ -10,8 +10,13 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-/// Name of the default model directory under `<cache>/models/`.
-pub const DEFAULT_MODEL: &str = "all-minilm-l6-v2-int8";
+/// Name of the default model directory under `<cache>/models/`: all-MiniLM-L6-v2 fine-tuned on
+/// the document side for code (issue 16), int8.
+pub const DEFAULT_MODEL: &str = "all-minilm-l6-v2-code-int8";
+/// all-MiniLM-L6-v2 itself, int8: the vector store's model, because design seed 002's stack
+/// writes and searches its databases with it, and a database only answers queries embedded by
+/// the network that wrote it.
+pub const PLAIN_MODEL: &str = "all-minilm-l6-v2-int8";
 /// ONNX Runtime version the bootstrap installs and `ort` is built against.
 const ORT_VERSION: &str = "1.31.1";
 /// File name of ONNX Runtime's shared library in the cache.
@@ -150,6 +155,12 @@ impl Assets {
     /// Locates assets. `model` is a model directory, or the name of one under
     /// `<cache>/models/` (e.g. `all-minilm-l6-v2-fp32`); `ort_dylib` the runtime library.
     pub fn locate(model: Option<&str>, ort_dylib: Option<&Path>) -> Result<Assets, AssetError> {
+        Self::locate_or(model, ort_dylib, DEFAULT_MODEL)
+    }
+
+    /// [`Assets::locate`] with `default` as the model directory's name when no model is named
+    /// (flag, config or `RAGGREP_MODEL_DIR`).
+    pub fn locate_or(model: Option<&str>, ort_dylib: Option<&Path>, default: &str) -> Result<Assets, AssetError> {
         let model_dir = match model
             .map(str::to_string)
             .or_else(|| std::env::var("RAGGREP_MODEL_DIR").ok().filter(|v| !v.is_empty()))
@@ -158,7 +169,7 @@ impl Assets {
                 let as_path = PathBuf::from(&spec);
                 if as_path.is_dir() || spec.contains('/') { as_path } else { shipped_or_cached(&["models", &spec])? }
             }
-            None => shipped_or_cached(&["models", DEFAULT_MODEL])?,
+            None => shipped_or_cached(&["models", default])?,
         };
         let ort_dylib = match ort_dylib
             .map(Path::to_path_buf)

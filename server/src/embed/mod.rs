@@ -11,7 +11,8 @@ mod rerank;
 use std::fmt;
 
 pub use assets::{
-    AssetError, Assets, DEFAULT_MODEL, ModelInfo, ORT_LIB_NAME, QueryModel, RerankHead, RerankModel, cache_dir,
+    AssetError, Assets, DEFAULT_MODEL, ModelInfo, ORT_LIB_NAME, PLAIN_MODEL, QueryModel, RerankHead, RerankModel,
+    cache_dir,
 };
 pub use onnx::QueryEncoder;
 pub use onnx::{EmbedOptions, OnnxEmbedder};

@@ -16,7 +16,6 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
 use super::RaggrepMcp;
-use crate::workspace::Workspace;
 
 /// The one path the endpoint answers on (the convention of MCP hosts' examples).
 pub const ENDPOINT: &str = "/mcp";
@@ -32,10 +31,11 @@ pub fn check_loopback(addr: &SocketAddr) -> Result<(), String> {
     }
 }
 
-/// Serves until `stop` is cancelled (SIGINT/SIGTERM in `run`). `ready` receives the bound
-/// address (useful with port 0).
+/// Serves until `stop` is cancelled (SIGINT/SIGTERM in `run`), each session with a copy of
+/// `server` (they share its workspace and models). `ready` receives the bound address (useful
+/// with port 0).
 pub async fn serve(
-    workspace: Arc<Workspace>,
+    server: RaggrepMcp,
     addr: SocketAddr,
     stop: CancellationToken,
     ready: impl FnOnce(SocketAddr),
@@ -46,11 +46,8 @@ pub async fn serve(
         .with_allowed_hosts(["localhost", "127.0.0.1", "::1", "[::1]"])
         .enforce_origin_validation()
         .with_cancellation_token(stop.child_token());
-    let service = StreamableHttpService::new(
-        move || Ok(RaggrepMcp::new(Arc::clone(&workspace))),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
+    let service =
+        StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
     ready(bound);
     loop {
         let (stream, peer) = tokio::select! {

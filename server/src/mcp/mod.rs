@@ -111,7 +111,9 @@ pub fn run(options: Options) -> i32 {
             return 2;
         }
     };
-    let server = RaggrepMcp::new(Arc::clone(&workspace));
+    let store_model =
+        Arc::new(crate::vectordb::StoreModel::new(options.model.as_deref(), options.ort_dylib.as_deref()));
+    let server = RaggrepMcp::new(Arc::clone(&workspace), store_model);
     let served = match options.http {
         None => runtime.block_on(async move {
             let service = server.serve((tokio::io::stdin(), protocol_out)).await?;
@@ -121,7 +123,7 @@ pub fn run(options: Options) -> i32 {
         Some(addr) => runtime.block_on(async move {
             let stop = tokio_util::sync::CancellationToken::new();
             tokio::spawn(stop_on_signal(stop.clone()));
-            http::serve(Arc::clone(&server.workspace), addr, stop, |bound| {
+            http::serve(server, addr, stop, |bound| {
                 // The one line a user (or a test with port 0) needs; stdout stays quiet.
                 use std::io::Write;
                 let _ = writeln!(std::io::stderr(), "raggrep mcp: serving http://{bound}{}", http::ENDPOINT);
@@ -353,7 +355,11 @@ fn vector_db_failure(message: String) -> CallToolResult {
 
 /// The `vector_db` tool's work, on the engine (`crate::vectordb`); the index directory of the
 /// first root holds the workspace's database choice.
-fn vector_db(ws: &Workspace, args: VectorDbArgs) -> Result<CallToolResult, String> {
+fn vector_db(
+    ws: &Workspace,
+    store_model: &crate::vectordb::StoreModel,
+    args: VectorDbArgs,
+) -> Result<CallToolResult, String> {
     use crate::vectordb::{self, VectorDbError};
     let started = std::time::Instant::now();
     let roots = ws.roots();
@@ -381,7 +387,8 @@ fn vector_db(ws: &Workspace, args: VectorDbArgs) -> Result<CallToolResult, Strin
             let embedding_text = required(args.embedding_text, "embedding_text", &action)?;
             let value = required(args.value, "value", &action)?;
             let mut db = vectordb::open_for_workspace(&dir).map_err(text)?;
-            let stored = db.store(ws.embedder().as_ref(), &embedding_text, &value).map_err(text)?;
+            let stored =
+                db.store(store_model.embedder().map_err(text)?.as_ref(), &embedding_text, &value).map_err(text)?;
             serde_json::to_value(wire::DbStored { key: stored.key, updated: stored.updated, path: None })
         }
         "retrieve" => {
@@ -416,7 +423,7 @@ fn vector_db(ws: &Workspace, args: VectorDbArgs) -> Result<CallToolResult, Strin
             let query = required(args.query, "query", &action)?;
             let top_k = args.top_k.unwrap_or(vectordb::DEFAULT_TOP_K);
             let db = vectordb::open_for_workspace(&dir).map_err(text)?;
-            let hits = db.search(ws.embedder().as_ref(), &query, top_k).map_err(text)?;
+            let hits = db.search(store_model.embedder().map_err(text)?.as_ref(), &query, top_k).map_err(text)?;
             serde_json::to_value(wire::DbSearchResponse {
                 query,
                 results: hits.into_iter().map(wire::DbHit::from).collect(),
@@ -437,7 +444,8 @@ fn vector_db(ws: &Workspace, args: VectorDbArgs) -> Result<CallToolResult, Strin
             };
             vectordb::read_import_file(&roots, &path).map_err(text)?;
             let mut db = vectordb::open_for_workspace(&dir).map_err(text)?;
-            let (stored, canonical) = db.import_file(ws.embedder().as_ref(), &roots, &path).map_err(text)?;
+            let (stored, canonical) =
+                db.import_file(store_model.embedder().map_err(text)?.as_ref(), &roots, &path).map_err(text)?;
             serde_json::to_value(wire::DbStored {
                 key: stored.key,
                 updated: stored.updated,
@@ -460,6 +468,9 @@ fn vector_db(ws: &Workspace, args: VectorDbArgs) -> Result<CallToolResult, Strin
 #[derive(Clone)]
 pub struct RaggrepMcp {
     workspace: Arc<Workspace>,
+    /// The `vector_db` tool's model (all-MiniLM-L6-v2 itself unless one was named), shared by
+    /// every session and loaded on the tool's first use.
+    store_model: Arc<crate::vectordb::StoreModel>,
     tool_router: ToolRouter<RaggrepMcp>,
 }
 
@@ -538,8 +549,8 @@ fn budgeted_hits(
 
 #[tool_router]
 impl RaggrepMcp {
-    pub fn new(workspace: Arc<Workspace>) -> RaggrepMcp {
-        RaggrepMcp { workspace, tool_router: Self::tool_router() }
+    pub fn new(workspace: Arc<Workspace>, store_model: Arc<crate::vectordb::StoreModel>) -> RaggrepMcp {
+        RaggrepMcp { workspace, store_model, tool_router: Self::tool_router() }
     }
 
     /// Runs engine work off the executor; a panic becomes a tool error.
@@ -768,7 +779,8 @@ impl RaggrepMcp {
         description = "A persistent vector store (key/value rows with an embedding of their text, in SQLite; one database per workspace, in .raggrep/ unless set_database chose another). One tool, {\"action\": ..., ...}: store (embedding_text, value) -> {key, updated}; retrieve (key) -> {key, found, value, embedding_text}; delete (key) -> {key, deleted, warning?}; list (limit? default 50, offset? default 0) -> {rows: [{key, embedding_text, value, embedding}], total}; search (query, topK? default 5) -> {results: [{key, embedding_text, value, score}]} with score the cosine distance, lower is closer, sorted; import_file (filepath, inside the workspace) stores the file's text with its path as value; set_database (filename) switches the database file and remembers it."
     )]
     async fn vector_db(&self, Parameters(args): Parameters<VectorDbArgs>) -> Result<CallToolResult, ErrorData> {
-        Ok(self.blocking(move |ws| vector_db(ws, args)).await.unwrap_or_else(vector_db_failure))
+        let store_model = Arc::clone(&self.store_model);
+        Ok(self.blocking(move |ws| vector_db(ws, &store_model, args)).await.unwrap_or_else(vector_db_failure))
     }
 
     #[tool(
