@@ -113,6 +113,25 @@ def forward(p: dict, ids, mask, cfg: dict):
     return v / jnp.maximum(jnp.linalg.norm(v, axis=-1, keepdims=True), 1e-12)
 
 
+def adamw(tp: dict, g: dict, m: dict, v: dict, step, lr, decay: dict, weight_decay: float):
+    """One AdamW step (b1 0.9, b2 0.999, eps 1e-8, decoupled weight decay on the tensors `decay`
+    marks) inside a jitted train step: (new params, new m, new v, step + 1). Used by the query
+    and document towers."""
+    import jax.numpy as jnp
+
+    b1, b2, eps = 0.9, 0.999, 1e-8
+    step = step + 1
+    new_tp, new_m, new_v = {}, {}, {}
+    for k in tp:
+        new_m[k] = b1 * m[k] + (1 - b1) * g[k]
+        new_v[k] = b2 * v[k] + (1 - b2) * g[k] * g[k]
+        upd = (new_m[k] / (1 - b1 ** step)) / (jnp.sqrt(new_v[k] / (1 - b2 ** step)) + eps)
+        if decay[k]:
+            upd = upd + weight_decay * tp[k]
+        new_tp[k] = tp[k] - lr * upd
+    return new_tp, new_m, new_v, step
+
+
 def tokenizer(model_dir: str):
     from tokenizers import Tokenizer
 

@@ -175,21 +175,10 @@ def main() -> None:
         nll = lse - jnp.take_along_axis(logits, gold[:, None], axis=1)[:, 0]
         return (nll * w).sum() / jnp.maximum(w.sum(), 1.0)
 
-    b1, b2, eps_adam = 0.9, 0.999, 1e-8
-
     @jax.jit
     def train_step(tp, m, v, step, lr, ids, mask, pool, pool_ok, gold, w):
         loss, g = jax.value_and_grad(loss_fn)(tp, ids, mask, pool, pool_ok, gold, w)
-        step = step + 1
-        new_tp, new_m, new_v = {}, {}, {}
-        for k in tp:
-            new_m[k] = b1 * m[k] + (1 - b1) * g[k]
-            new_v[k] = b2 * v[k] + (1 - b2) * g[k] * g[k]
-            upd = (new_m[k] / (1 - b1 ** step)) / (jnp.sqrt(new_v[k] / (1 - b2 ** step)) + eps_adam)
-            if decay[k]:
-                upd = upd + args.weight_decay * tp[k]
-            new_tp[k] = tp[k] - lr * upd
-        return new_tp, new_m, new_v, step, loss
+        return (*T.adamw(tp, g, m, v, step, lr, decay, args.weight_decay), loss)
 
     def make_batches(rng: random.Random):
         """(query indices, pool doc indices, gold positions) per batch; one package per batch."""
