@@ -65,12 +65,13 @@ def query_model_embedder() -> E.Embedder:
     onnx_path = os.path.join(installed, "query-model.onnx")
     if not os.path.exists(onnx_path):
         sys.exit(f"{onnx_path} missing: run scripts/bootstrap.sh")
-    d = tempfile.mkdtemp(prefix="raggrep-query-model-")
-    for name, src in (("model.onnx", onnx_path),
-                      ("raggrep-model.json", os.path.join(installed, "raggrep-model.json")),
-                      ("tokenizer.json", os.path.join(installed, "tokenizer.json"))):
-        os.symlink(src, os.path.join(d, name))
-    return E.Embedder(QUERY_CACHE, model_dir=d)
+    # The Embedder reads the model and tokenizer when made, so the links can go right after.
+    with tempfile.TemporaryDirectory(prefix="raggrep-query-model-") as d:
+        for name, src in (("model.onnx", onnx_path),
+                          ("raggrep-model.json", os.path.join(installed, "raggrep-model.json")),
+                          ("tokenizer.json", os.path.join(installed, "tokenizer.json"))):
+            os.symlink(src, os.path.join(d, name))
+        return E.Embedder(QUERY_CACHE, model_dir=d)
 
 
 def main() -> None:
