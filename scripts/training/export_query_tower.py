@@ -47,15 +47,6 @@ spec = importlib.util.spec_from_file_location("bootstrap", os.path.join(E.REPO, 
 B = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(B)
 
-# role -> (training dir, fp32 id, int8 id, default params file, trainer)
-ROLES = {
-    "query": ("qtower", "all-minilm-l6-v2-qtower-fp32", "all-minilm-l6-v2-qtower-int8", "params.npz",
-              "train_query_tower.py"),
-    "document": ("doctower", "all-minilm-l6-v2-code-fp32", "all-minilm-l6-v2-code-int8",
-                 "doc_tower-params.npz", "train_doc_tower.py"),
-}
-
-
 def sha256_file(path: str) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
@@ -91,17 +82,18 @@ def default_fp32() -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--role", choices=sorted(ROLES), default="query")
+    ap.add_argument("--role", choices=sorted(T.TOWERS), default="query")
     ap.add_argument("--params", default="", help="default: the role's trainer output")
-    ap.add_argument("--out", default="", help="default: out/<role>_tower_export.json")
+    ap.add_argument("--out", default="", help="default: the role's out/*_tower_export.json")
     args = ap.parse_args()
     t0 = time.time()
     home = E.raggrep_home()
     fp32_default = default_fp32()
-    sub, FP32_ID, INT8_ID, params_file, trainer = ROLES[args.role]
-    qdir = os.path.join(E.training_dir(), sub)
-    args.params = args.params or os.path.join(qdir, params_file)
-    args.out = args.out or os.path.join(HERE, "out", f"{'query' if args.role == 'query' else 'doc'}_tower_export.json")
+    tower = T.TOWERS[args.role]
+    FP32_ID, INT8_ID, trainer = tower.fp32_id, tower.int8_id, tower.trainer
+    qdir = os.path.join(E.training_dir(), tower.subdir)
+    args.params = args.params or os.path.join(qdir, tower.params)
+    args.out = args.out or os.path.join(HERE, "out", tower.export_json)
 
     # 1. the derivation here is the bootstrap's: same call, same venv => same bytes
     with tempfile.TemporaryDirectory(dir=qdir) as tmp:

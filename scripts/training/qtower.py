@@ -19,9 +19,30 @@ Used by train_query_tower.py (issue 16: query-side fine-tuning with frozen docum
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 HEADS = 12
+
+
+class Tower(NamedTuple):
+    """Where a trained tower's files live, for export_query_tower.py and verify_query_tower.py."""
+    subdir: str        # under training/
+    fp32_id: str       # exported model ids (directories under subdir)
+    int8_id: str
+    params: str        # the trainer's output in subdir
+    trainer: str
+    export_json: str   # under out/
+    cache_tag: str     # embed.py vector caches of the exports
+
+
+TOWERS = {
+    "query": Tower("qtower", "all-minilm-l6-v2-qtower-fp32", "all-minilm-l6-v2-qtower-int8", "params.npz",
+                   "train_query_tower.py", "query_tower_export.json", "qtower"),
+    "document": Tower("doctower", "all-minilm-l6-v2-code-fp32", "all-minilm-l6-v2-code-int8",
+                      "doc_tower-params.npz", "train_doc_tower.py", "doc_tower_export.json", "doctower"),
+}
 
 
 def load_params(onnx_path: str):

@@ -43,15 +43,14 @@ def stats(cos: np.ndarray) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--role", choices=["query", "document"], default="query")
+    ap.add_argument("--role", choices=sorted(T.TOWERS), default="query")
     ap.add_argument("--params", default="")
     ap.add_argument("--export-json", default="")
     args = ap.parse_args()
     query_side = args.role == "query"
-    args.params = args.params or os.path.join(
-        E.training_dir(), *(("qtower", "params.npz") if query_side else ("doctower", "doc_tower-params.npz")))
-    args.export_json = args.export_json or os.path.join(
-        HERE, "out", "query_tower_export.json" if query_side else "doc_tower_export.json")
+    tower = T.TOWERS[args.role]
+    args.params = args.params or os.path.join(E.training_dir(), tower.subdir, tower.params)
+    args.export_json = args.export_json or os.path.join(HERE, "out", tower.export_json)
     import jax
     import jax.numpy as jnp
 
@@ -86,7 +85,7 @@ def main() -> None:
         ids, mask = T.pad_batch([encs[i] for i in part], rows=128)
         ref[part] = np.asarray(fwd(pj, ids, mask))[:len(part)]
 
-    tag = "qtower" if query_side else "doctower"
+    tag = tower.cache_tag
     f32 = E.Embedder(f"{tag}-fp32-{info['fp32']['sha256'][:12]}", model_dir=fdir)
     i8 = E.Embedder(f"{tag}-int8-{info['int8']['sha256'][:12]}",
                     model_dir=os.path.dirname(info["int8"]["path"]))
