@@ -440,6 +440,14 @@ def cmd_main(home: Path) -> None:
     #    architecture and tokenizer, with a linear head. It reads text, not the document
     #    vectors, so it fits any index; it sits beside each document model.
     head = json.loads(committed(RERANK_HEAD_SRC, RERANK_HEAD_SHA256).decode("utf-8"))
+    rerank_json = (json.dumps({
+        "id": "all-minilm-l6-v2-rerank-int8",
+        "sha256": RERANK_MODEL_SHA256,
+        "max_tokens": RERANK_MAX_TOKENS,
+        "weight": RERANK_WEIGHT,
+        "head": {"w": head["w"], "b": head["b"]},
+        "source": "scripts/training/train_reranker.sh + export_reranker.sh (see scripts/training/README.md)",
+    }, indent=2) + "\n").encode("utf-8")
     for kind, document_sha in (("code", CODE_MODEL_SHA256), ("int8", INT8_SHA256)):
         install_committed(QUERY_MODEL_SRC, QUERY_MODEL_SHA256, model_dir(home, kind) / "query-model.onnx",
                           f"the query model ({MODEL_IDS[kind]})")
@@ -451,14 +459,7 @@ def cmd_main(home: Path) -> None:
         }, indent=2) + "\n").encode("utf-8"))
         install_committed(RERANK_MODEL_SRC, RERANK_MODEL_SHA256, model_dir(home, kind) / "rerank-model.onnx",
                           f"the reranker ({MODEL_IDS[kind]})")
-        write_if_changed(model_dir(home, kind) / "rerank-model.json", (json.dumps({
-            "id": "all-minilm-l6-v2-rerank-int8",
-            "sha256": RERANK_MODEL_SHA256,
-            "max_tokens": RERANK_MAX_TOKENS,
-            "weight": RERANK_WEIGHT,
-            "head": {"w": head["w"], "b": head["b"]},
-            "source": "scripts/training/train_reranker.sh + export_reranker.sh (see scripts/training/README.md)",
-        }, indent=2) + "\n").encode("utf-8"))
+        write_if_changed(model_dir(home, kind) / "rerank-model.json", rerank_json)
 
     atomic_write(stamp, (RECIPE + "\n").encode())
     say(f"ready: {home}")
