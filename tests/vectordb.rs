@@ -120,6 +120,12 @@ fn embedded_first_values(model: Option<&str>, text: &str) -> Vec<f32> {
     line.trim_end_matches(']').split(", ").map(|v| v.parse().unwrap()).collect()
 }
 
+/// The first 8 values of the first stored row's embedding (`db list --json`).
+fn first_stored_values(ws: &Workspace) -> Vec<f32> {
+    let rows = ws.json(&["list"]);
+    rows["rows"][0]["embedding"].as_array().unwrap()[..8].iter().map(|v| v.as_f64().unwrap() as f32).collect()
+}
+
 #[test]
 fn the_store_embeds_with_all_minilm_itself_unless_told_otherwise() {
     // Seed 002's stack writes all-MiniLM-L6-v2 vectors; the code index's default model is that
@@ -132,9 +138,7 @@ fn the_store_embeds_with_all_minilm_itself_unless_told_otherwise() {
 
     let ws = Workspace::new();
     ws.ok(&["store", text, "recipe"]);
-    let rows = ws.json(&["list"]);
-    let stored: Vec<f32> =
-        rows["rows"][0]["embedding"].as_array().unwrap()[..8].iter().map(|v| v.as_f64().unwrap() as f32).collect();
+    let stored = first_stored_values(&ws);
     assert!(close(&stored, &plain), "stored {stored:?}, all-MiniLM-L6-v2 {plain:?}");
 
     let other = Workspace::new();
@@ -145,9 +149,7 @@ fn the_store_embeds_with_all_minilm_itself_unless_told_otherwise() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    let rows = other.json(&["list"]);
-    let stored: Vec<f32> =
-        rows["rows"][0]["embedding"].as_array().unwrap()[..8].iter().map(|v| v.as_f64().unwrap() as f32).collect();
+    let stored = first_stored_values(&other);
     assert!(close(&stored, &code), "--model names the store's model: {stored:?} vs {code:?}");
 }
 
