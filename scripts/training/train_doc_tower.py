@@ -48,7 +48,7 @@ sys.path.insert(0, HERE)
 import embed as E  # noqa: E402
 import qtower as T  # noqa: E402
 from train_adapter import evaluate, fmt, group_by, load_pairs, log, macro, split_packages  # noqa: E402
-from train_query_tower import FROZEN_DEFAULT, check_forward  # noqa: E402
+from train_query_tower import FROZEN_DEFAULT, check_forward, train_loop  # noqa: E402
 
 FP32 = "all-minilm-l6-v2-fp32"
 INT8 = "all-minilm-l6-v2-int8"
@@ -213,57 +213,9 @@ def main() -> None:
     log(f"default fp32 JAX documents                    val {fmt(base_val['all'])} macro {macro(base_val):.4f} "
         f"({time.time() - t0:.0f}s)")
 
-    rng = random.Random(args.seed)
-    tp = trainable
-    m = {k: jnp.zeros_like(x) for k, x in tp.items()}
-    v = {k: jnp.zeros_like(x) for k, x in tp.items()}
-    step = jnp.asarray(0, dtype=jnp.int32)
-    best = {"macro": macro(base_val), "step": 0, "params": {k: np.asarray(x) for k, x in tp.items()},
-            "val": base_val}
-    history = [{"step": 0, "epoch": 0.0, "loss": None, "val_MRR@10": base_val["all"]["MRR@10"],
-                "val_R@5": base_val["all"]["R@5"], "val_macro_MRR@10": macro(base_val)}]
-    t_train = time.time()
-    n_step, stale, stop, losses = 0, 0, "", []
-    for epoch in range(1, args.epochs + 1):
-        batches = make_batches(rng)
-        for bi, (part, docs) in enumerate(batches):
-            lr = args.lr * min(1.0, (n_step + 1) / max(args.warmup, 1))
-            tp, m, v, step, loss = train_step(tp, m, v, step, lr, *batch_arrays(part, docs))
-            n_step += 1
-            losses.append(float(loss))
-            if not np.isfinite(losses[-1]):
-                sys.exit(f"loss is {losses[-1]} at step {n_step}; not saving")
-            if n_step % 20 == 0:
-                log(f"  step {n_step} (epoch {epoch}, {bi + 1}/{len(batches)})  loss {np.mean(losses[-20:]):.4f}"
-                    f"  {(time.time() - t_train) / n_step:.2f}s/step")
-            over = (time.time() - t_train) / 60 > args.max_minutes or n_step == args.max_steps
-            if n_step % args.eval_every == 0 or over or (epoch == args.epochs and bi == len(batches) - 1):
-                vres = validate(tp)
-                vm = macro(vres)
-                history.append({"step": n_step, "epoch": round(epoch - 1 + (bi + 1) / len(batches), 3),
-                                "loss": float(np.mean(losses[-args.eval_every:])),
-                                "val_MRR@10": vres["all"]["MRR@10"], "val_R@5": vres["all"]["R@5"],
-                                "val_macro_MRR@10": vm, "minutes": round((time.time() - t_train) / 60, 1)})
-                log(f"step {n_step} epoch {history[-1]['epoch']}  val {fmt(vres['all'])}  macro MRR@10 {vm:.4f}"
-                    f"  ({(time.time() - t_train) / 60:.1f} min)")
-                if vm > best["macro"]:
-                    best = {"macro": vm, "step": n_step, "val": vres,
-                            "params": {k: np.asarray(x) for k, x in tp.items()}}
-                    stale = 0
-                    save(params, best, args)
-                else:
-                    stale += 1
-                if stale >= args.patience:
-                    stop = f"early stop: no validation gain in {args.patience} evaluations"
-                elif over:
-                    stop = (f"--max-steps {args.max_steps} reached" if n_step == args.max_steps
-                            else f"time budget of {args.max_minutes} min reached")
-            if stop:
-                break
-        if stop:
-            break
-    t_train = time.time() - t_train
-    log(stop or "all epochs done")
+    best, history, n_step, stop, t_train = train_loop(
+        args, trainable, make_batches, lambda item: batch_arrays(*item), train_step, validate, base_val,
+        random.Random(args.seed), on_best=lambda best: save(params, best, args))
     final = best["val"]
     log(f"best step {best['step']}: val {fmt(final['all'])} macro {best['macro']:.4f}")
     for lang in sorted(k for k in final if k != "all"):

@@ -87,6 +87,68 @@ def check_forward(params, cfg, tok, model_dir: str, texts: list[str]) -> float:
     return float((got * np.array(ref)).sum(1).min())
 
 
+def train_loop(args, tp, make_batches, arrays, train_step, validate, base_val, rng, on_best=None):
+    """The towers' training loop: AdamW state from zero, linear warm-up, the mean loss every 20
+    steps, validation every --eval-every steps (and at the time/step budget and the last batch),
+    early stopping on validation macro MRR@10 after --patience runs without gain. A non-finite
+    loss ends the run without saving. `make_batches(rng)` gives one epoch's items,
+    `arrays(item)` the train step's batch arguments, `on_best(best)` is called at every gain.
+    Returns (best, history, steps run, why it stopped, training seconds)."""
+    import jax.numpy as jnp
+
+    m = {k: jnp.zeros_like(x) for k, x in tp.items()}
+    v = {k: jnp.zeros_like(x) for k, x in tp.items()}
+    step = jnp.asarray(0, dtype=jnp.int32)
+    best = {"macro": macro(base_val), "step": 0, "params": {k: np.asarray(x) for k, x in tp.items()},
+            "val": base_val}
+    history = [{"step": 0, "epoch": 0.0, "loss": None, "val_MRR@10": base_val["all"]["MRR@10"],
+                "val_R@5": base_val["all"]["R@5"], "val_macro_MRR@10": macro(base_val)}]
+    t_train = time.time()
+    n_step, stale, stop, losses = 0, 0, "", []
+    for epoch in range(1, args.epochs + 1):
+        batches = make_batches(rng)
+        for bi, item in enumerate(batches):
+            lr = args.lr * min(1.0, (n_step + 1) / max(args.warmup, 1))
+            tp, m, v, step, loss = train_step(tp, m, v, step, lr, *arrays(item))
+            n_step += 1
+            losses.append(float(loss))
+            if not np.isfinite(losses[-1]):
+                sys.exit(f"loss is {losses[-1]} at step {n_step}; not saving")
+            if n_step % 20 == 0:
+                log(f"  step {n_step} (epoch {epoch}, {bi + 1}/{len(batches)})  loss {np.mean(losses[-20:]):.4f}"
+                    f"  {(time.time() - t_train) / n_step:.2f}s/step")
+            over = (time.time() - t_train) / 60 > args.max_minutes or n_step == args.max_steps
+            if n_step % args.eval_every == 0 or over or (epoch == args.epochs and bi == len(batches) - 1):
+                vres = validate(tp)
+                vm = macro(vres)
+                history.append({"step": n_step, "epoch": round(epoch - 1 + (bi + 1) / len(batches), 3),
+                                "loss": float(np.mean(losses[-args.eval_every:])),
+                                "val_MRR@10": vres["all"]["MRR@10"], "val_R@5": vres["all"]["R@5"],
+                                "val_macro_MRR@10": vm, "minutes": round((time.time() - t_train) / 60, 1)})
+                log(f"step {n_step} epoch {history[-1]['epoch']}  val {fmt(vres['all'])}  macro MRR@10 {vm:.4f}"
+                    f"  ({(time.time() - t_train) / 60:.1f} min)")
+                if vm > best["macro"]:
+                    best = {"macro": vm, "step": n_step, "val": vres,
+                            "params": {k: np.asarray(x) for k, x in tp.items()}}
+                    stale = 0
+                    if on_best:
+                        on_best(best)
+                else:
+                    stale += 1
+                if stale >= args.patience:
+                    stop = f"early stop: no validation gain in {args.patience} evaluations"
+                elif over:
+                    stop = (f"--max-steps {args.max_steps} reached" if n_step == args.max_steps
+                            else f"time budget of {args.max_minutes} min reached")
+            if stop:
+                break
+        if stop:
+            break
+    t_train = time.time() - t_train
+    log(stop or "all epochs done")
+    return best, history, n_step, stop, t_train
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--epochs", type=int, default=4)
@@ -228,55 +290,8 @@ def main() -> None:
 
     np.random.seed(args.seed)
     rng = random.Random(args.seed)
-    tp = trainable
-    m = {k: jnp.zeros_like(v) for k, v in tp.items()}
-    v = {k: jnp.zeros_like(x) for k, x in tp.items()}
-    step = jnp.asarray(0, dtype=jnp.int32)
-    best = {"macro": macro(base_val), "step": 0, "params": {k: np.asarray(x) for k, x in tp.items()},
-            "val": base_val}
-    history = [{"step": 0, "epoch": 0.0, "loss": None, "val_MRR@10": base_val["all"]["MRR@10"],
-                "val_R@5": base_val["all"]["R@5"], "val_macro_MRR@10": macro(base_val)}]
-    t_train = time.time()
-    n_step, stale, stop, losses = 0, 0, "", []
-    for epoch in range(1, args.epochs + 1):
-        batches = make_batches(rng)
-        for bi, (part, pool) in enumerate(batches):
-            lr = args.lr * min(1.0, (n_step + 1) / max(args.warmup, 1))
-            tp, m, v, step, loss = train_step(tp, m, v, step, lr, *batch_arrays(part, pool))
-            n_step += 1
-            losses.append(float(loss))
-            if n_step % 20 == 0:
-                log(f"  step {n_step} (epoch {epoch}, {bi + 1}/{len(batches)})  loss {np.mean(losses[-20:]):.4f}"
-                    f"  {(time.time() - t_train) / n_step:.2f}s/step")
-            over = (time.time() - t_train) / 60 > args.max_minutes or n_step == args.max_steps
-            if n_step % args.eval_every == 0 or over or (epoch == args.epochs and bi == len(batches) - 1):
-                vres = validate(tp)
-                vm = macro(vres)
-                if not np.isfinite(losses[-1]):
-                    sys.exit(f"loss is {losses[-1]} at step {n_step}; not saving")
-                history.append({"step": n_step, "epoch": round(epoch - 1 + (bi + 1) / len(batches), 3),
-                                "loss": float(np.mean(losses[-args.eval_every:])),
-                                "val_MRR@10": vres["all"]["MRR@10"], "val_R@5": vres["all"]["R@5"],
-                                "val_macro_MRR@10": vm, "minutes": round((time.time() - t_train) / 60, 1)})
-                log(f"step {n_step} epoch {history[-1]['epoch']}  val {fmt(vres['all'])}  macro MRR@10 {vm:.4f}"
-                    f"  ({(time.time() - t_train) / 60:.1f} min)")
-                if vm > best["macro"]:
-                    best = {"macro": vm, "step": n_step, "val": vres,
-                            "params": {k: np.asarray(x) for k, x in tp.items()}}
-                    stale = 0
-                else:
-                    stale += 1
-                if stale >= args.patience:
-                    stop = f"early stop: no validation gain in {args.patience} evaluations"
-                elif over:
-                    stop = (f"--max-steps {args.max_steps} reached" if n_step == args.max_steps
-                            else f"time budget of {args.max_minutes} min reached")
-            if stop:
-                break
-        if stop:
-            break
-    t_train = time.time() - t_train
-    log(stop or "all epochs done")
+    best, history, n_step, stop, t_train = train_loop(
+        args, trainable, make_batches, lambda item: batch_arrays(*item), train_step, validate, base_val, rng)
     final = best["val"]
     log(f"best step {best['step']}: val {fmt(final['all'])} macro {best['macro']:.4f}")
     for lang in sorted(k for k in final if k != "all"):
