@@ -152,6 +152,18 @@ struct Def<'t> {
     container: Option<String>,
     /// For containers: the node whose children are the members.
     body: Option<Node<'t>>,
+    /// A bodiless overload signature (TypeScript `function f(a: string): T;`, Python
+    /// `@overload`): it joins the same-named definitions right after it into one chunk.
+    signature: bool,
+}
+
+/// Overload signatures waiting for the definition they belong to: from the first signature's
+/// leading comments (`start`) to the last one's end, which `node` and `def` describe.
+struct Overloads<'t> {
+    start: usize,
+    end: usize,
+    node: Node<'t>,
+    def: Def<'t>,
 }
 
 /// Where we are in the tree: the container path and whether it is a type (members are methods).
@@ -197,9 +209,46 @@ impl<'a> Splitter<'a> {
         let mut cursor = node.walk();
         let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
         let mut leading: Vec<Node<'_>> = Vec::new();
+        let mut overloads: Option<Overloads<'_>> = None;
         let mut prev_end = node.start_byte();
         for child in children {
-            match classify(self.language, child, self.text) {
+            let role = classify(self.language, child, self.text);
+            if let Some(set) = overloads.as_mut() {
+                match role {
+                    // Comments between the signatures and the implementation are the set's; they
+                    // are settled when the set turns out to end.
+                    Role::Leading => {
+                        if leading.is_empty()
+                            && self.lines.line_of(set.end - 1) == self.lines.line_of(child.start_byte())
+                        {
+                            set.end = child.end_byte();
+                        } else {
+                            leading.push(child);
+                        }
+                        prev_end = child.end_byte();
+                        continue;
+                    }
+                    Role::Definition(def) if def.name.is_some() && def.name == set.def.name => {
+                        leading.clear();
+                        let start = set.start;
+                        if def.signature {
+                            *set = Overloads { start, end: child.end_byte(), node: child, def };
+                        } else if let Some(set) = overloads.take() {
+                            self.definition(set.start..child.end_byte(), child, def, scope);
+                        }
+                        prev_end = child.end_byte();
+                        continue;
+                    }
+                    // A class body's overload signature ends in a `;` of its own.
+                    Role::Other if leading.is_empty() && child.kind() == ";" => {
+                        set.end = child.end_byte();
+                        prev_end = child.end_byte();
+                        continue;
+                    }
+                    _ => self.end_overloads(&mut overloads, &mut leading, scope),
+                }
+            }
+            match role {
                 Role::Leading => {
                     // A comment on the same line as the code before it belongs to that code.
                     // (Comment nodes may include their newline, hence `prev_end - 1`.)
@@ -232,7 +281,11 @@ impl<'a> Splitter<'a> {
                         child.start_byte()
                     };
                     leading.clear();
-                    self.definition(start..child.end_byte(), child, def, scope);
+                    if def.signature {
+                        overloads = Some(Overloads { start, end: child.end_byte(), node: child, def });
+                    } else {
+                        self.definition(start..child.end_byte(), child, def, scope);
+                    }
                 }
                 Role::Transparent => {
                     self.flush_leading(&mut leading, scope);
@@ -245,7 +298,23 @@ impl<'a> Splitter<'a> {
             }
             prev_end = child.end_byte();
         }
+        self.end_overloads(&mut overloads, &mut leading, scope);
         self.flush_leading(&mut leading, scope);
+    }
+
+    /// An overload set that no implementation of the same name follows (an interface's overloaded
+    /// method, a `declare function`) is one chunk of its signatures. Comments collected after it
+    /// are settled as [`Self::visit_children`] would have: all but the last group separated by a
+    /// blank line become loose code; that group may still lead the next definition.
+    fn end_overloads<'t>(&mut self, overloads: &mut Option<Overloads<'t>>, leading: &mut Vec<Node<'t>>, scope: &Scope) {
+        let Some(set) = overloads.take() else { return };
+        self.definition(set.start..set.end, set.node, set.def, scope);
+        let group_start = (1..leading.len())
+            .rev()
+            .find(|&i| self.has_blank_line(leading[i - 1].end_byte(), leading[i].start_byte()))
+            .unwrap_or(0);
+        let mut detached: Vec<Node<'t>> = leading.drain(..group_start).collect();
+        self.flush_leading(&mut detached, scope);
     }
 
     fn has_blank_line(&self, from: usize, to: usize) -> bool {
@@ -512,11 +581,11 @@ fn field_text(node: Node<'_>, field: &str, text: &str) -> Option<String> {
 }
 
 fn def(kind: ChunkKind, name: Option<String>) -> Role<'static> {
-    Role::Definition(Def { kind, name, container: None, body: None })
+    Role::Definition(Def { kind, name, container: None, body: None, signature: false })
 }
 
 fn container<'t>(kind: ChunkKind, name: Option<String>, body: Option<Node<'t>>) -> Role<'t> {
-    Role::Definition(Def { kind, name, container: None, body })
+    Role::Definition(Def { kind, name, container: None, body, signature: false })
 }
 
 /// `Foo<T>` → `Foo`; `crate::a::Foo` → `Foo`; `&'a mut Foo<W>` → `Foo` (the last path segment
@@ -570,6 +639,7 @@ fn classify_python<'t>(node: Node<'t>, text: &str) -> Role<'t> {
             container(ChunkKind::Class, field_text(node, "name", text), node.child_by_field_name("body"))
         }
         "decorated_definition" => match node.child_by_field_name("definition") {
+            Some(inner) if is_python_overload(node, text) => classify_python(inner, text).signature(),
             Some(inner) => classify_python(inner, text),
             None => Role::Other,
         },
@@ -577,14 +647,24 @@ fn classify_python<'t>(node: Node<'t>, text: &str) -> Role<'t> {
     }
 }
 
+/// `@overload` / `@typing.overload`: a signature for type checkers, not a definition of its own.
+fn is_python_overload(decorated: Node<'_>, text: &str) -> bool {
+    let mut cursor = decorated.walk();
+    decorated.named_children(&mut cursor).filter(|c| c.kind() == "decorator").any(|d| {
+        let name = text_of(d, text);
+        let name = name.trim_start_matches('@').trim();
+        name == "overload" || name.ends_with(".overload")
+    })
+}
+
 fn classify_js<'t>(node: Node<'t>, text: &str) -> Role<'t> {
     let name = || field_text(node, "name", text);
     match node.kind() {
         "comment" | "decorator" => Role::Leading,
-        "function_declaration" | "generator_function_declaration" | "function_signature" => {
-            def(ChunkKind::Function, name())
-        }
-        "method_definition" | "method_signature" | "abstract_method_signature" => def(ChunkKind::Method, name()),
+        "function_declaration" | "generator_function_declaration" => def(ChunkKind::Function, name()),
+        "function_signature" => def(ChunkKind::Function, name()).signature(),
+        "method_definition" | "abstract_method_signature" => def(ChunkKind::Method, name()),
+        "method_signature" => def(ChunkKind::Method, name()).signature(),
         "class_declaration" | "abstract_class_declaration" | "class" => {
             container(ChunkKind::Class, name(), node.child_by_field_name("body"))
         }
@@ -600,6 +680,11 @@ fn classify_js<'t>(node: Node<'t>, text: &str) -> Role<'t> {
             }
         }
         "export_statement" => match node.child_by_field_name("declaration") {
+            Some(inner) => classify_js(inner, text),
+            None => Role::Other,
+        },
+        // `declare function f(): T;`, `declare class C {}`, `declare namespace N {}`.
+        "ambient_declaration" => match node.named_child(0) {
             Some(inner) => classify_js(inner, text),
             None => Role::Other,
         },
@@ -648,6 +733,16 @@ fn js_value_role<'t>(value: Option<Node<'t>>, name: Option<String>) -> Role<'t> 
 }
 
 impl Role<'_> {
+    fn signature(self) -> Self {
+        match self {
+            Role::Definition(mut d) => {
+                d.signature = true;
+                Role::Definition(d)
+            }
+            other => other,
+        }
+    }
+
     /// An object literal's function-valued key is a method.
     fn method(self) -> Self {
         match self {
@@ -674,6 +769,7 @@ fn classify_go<'t>(node: Node<'t>, text: &str) -> Role<'t> {
                 name: field_text(node, "name", text),
                 container: receiver,
                 body: None,
+                signature: false,
             })
         }
         "type_declaration" => {
@@ -716,7 +812,7 @@ fn classify_c<'t>(node: Node<'t>, text: &str) -> Role<'t> {
                 Some((c, n)) => (Some(c.to_string()), Some(n.to_string())),
                 None => (None, full),
             };
-            Role::Definition(Def { kind: ChunkKind::Function, name, container, body: None })
+            Role::Definition(Def { kind: ChunkKind::Function, name, container, body: None, signature: false })
         }
         "template_declaration" => {
             let mut cursor = node.walk();

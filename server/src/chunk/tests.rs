@@ -245,6 +245,107 @@ namespace Util {
     insta::assert_snapshot!(check(Language::TypeScript, text));
 }
 
+/// An overload set is one function: the signatures, the comments between them and the
+/// implementation are one chunk, so a search for the function does not get its bodiless
+/// signatures as separate hits crowding out the code.
+#[test]
+fn typescript_overloads_join_their_implementation() {
+    let text = r#"export function map<T, R>(project: (value: T) => R): Op<T, R>;
+/** @deprecated Use a closure instead of a `thisArg`. */
+export function map<T, R, A>(project: (this: A, value: T) => R, thisArg: A): Op<T, R>;
+
+/**
+ * Applies a function to each value.
+ */
+export function map<T, R>(project: (value: T) => R, thisArg?: any): Op<T, R> {
+  return operate((source, subscriber) => source.subscribe(subscriber));
+}
+
+export function lonely(a: string): void;
+// a note about nothing in particular
+
+/** Takes one value. */
+export function take(count: number): Op<number, number> {
+  return operate((source) => source);
+}
+
+export declare function first(a: string): string;
+export declare function first(a: number): number; // the numeric form
+
+export class Subject<T> {
+  private observers: Observer<T>[] = [];
+  private closed = false;
+  private hasError = false;
+  private thrownError: any = null;
+
+  /** Creates a subject from an observer and an observable. */
+  static create<T>(destination: Observer<T>): Subject<T>;
+  static create<T>(destination: Observer<T>, source: Observable<T>): Subject<T>;
+  static create(...args: any[]): any {
+    const subject = new Subject();
+    subject.observers.push(...args);
+    return subject;
+  }
+
+  next(value: T) {
+    for (const observer of this.observers) {
+      observer.next(value);
+    }
+  }
+
+  error(err: any) {
+    this.hasError = true;
+    this.thrownError = err;
+    for (const observer of this.observers) {
+      observer.error(err);
+    }
+  }
+
+  complete() {
+    this.closed = true;
+    for (const observer of this.observers) {
+      observer.complete();
+    }
+    this.observers.length = 0;
+  }
+}
+
+interface Api {
+  get(key: string): number;
+  get(key: number): number;
+  put(key: string): void;
+}
+"#;
+    insta::assert_snapshot!(check(Language::TypeScript, text));
+}
+
+#[test]
+fn python_overloads_join_their_implementation() {
+    let text = r#"import typing
+from typing import overload
+
+
+@overload
+def parse(x: int) -> int: ...
+@typing.overload
+def parse(x: str) -> str: ...
+
+
+def parse(x):
+    """Parses it."""
+    return x
+
+
+@overload
+def unrelated(x: int) -> int: ...
+
+
+def other():
+    return 1
+"#;
+    insta::assert_snapshot!(check(Language::Python, text));
+}
+
 #[test]
 fn tsx() {
     let text = r#"import React from 'react'
