@@ -230,11 +230,12 @@ impl<'a> Splitter<'a> {
                     }
                     Role::Definition(def) if def.name.is_some() && def.name == set.def.name => {
                         leading.clear();
-                        let start = set.start;
                         if def.signature {
-                            *set = Overloads { start, end: child.end_byte(), node: child, def };
-                        } else if let Some(set) = overloads.take() {
-                            self.definition(set.start..child.end_byte(), child, def, scope);
+                            (set.end, set.node, set.def) = (child.end_byte(), child, def);
+                        } else {
+                            let start = set.start;
+                            overloads = None;
+                            self.definition(start..child.end_byte(), child, def, scope);
                         }
                         prev_end = child.end_byte();
                         continue;
