@@ -9,6 +9,13 @@ home="${RAGGREP_HOME:-$HOME/.cache/raggrep}"
 [[ -x "$home/tools/qtower-venv/bin/python" ]] || { echo "export_query_tower.sh: run train_query_tower.sh first" >&2; exit 1; }
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 nice -n 19 "$home/tools/venv/bin/python" "$here/export_query_tower.py" "$@"
-role=query
-for ((i = 1; i <= $#; i++)); do [[ ${!i} == --role ]] && { j=$((i + 1)); role="${!j}"; }; done
-exec nice -n 19 "$home/tools/qtower-venv/bin/python" "$here/verify_query_tower.py" --role "$role"
+# The check reads the same tower and parameters as the export.
+verify=()
+for ((i = 1; i <= $#; i++)); do
+  j=$((i + 1))
+  case ${!i} in
+    --role | --params) verify+=("${!i}" "${!j}") ;;
+    --out) verify+=(--export-json "${!j}") ;;
+  esac
+done
+exec nice -n 19 "$home/tools/qtower-venv/bin/python" "$here/verify_query_tower.py" "${verify[@]}"
