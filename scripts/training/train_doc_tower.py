@@ -52,7 +52,9 @@ from train_query_tower import FROZEN_DEFAULT, check_forward, train_loop  # noqa:
 
 FP32 = "all-minilm-l6-v2-fp32"
 INT8 = "all-minilm-l6-v2-int8"
-QUERY_CACHE = "all-minilm-l6-v2-query-int8"
+# Vector caches are keyed by text only, so the query model's cache is named by its file's
+# sha256: a new query model must never be served the vectors of the one before it.
+QUERY_CACHE = "all-minilm-l6-v2-query-int8-{sha}"
 
 
 def doctower_dir() -> str:
@@ -71,7 +73,9 @@ def query_model_embedder() -> E.Embedder:
                           ("raggrep-model.json", os.path.join(installed, "raggrep-model.json")),
                           ("tokenizer.json", os.path.join(installed, "tokenizer.json"))):
             os.symlink(src, os.path.join(d, name))
-        return E.Embedder(QUERY_CACHE, model_dir=d)
+        with open(onnx_path, "rb") as fh:
+            sha = hashlib.sha256(fh.read()).hexdigest()[:12]
+        return E.Embedder(QUERY_CACHE.format(sha=sha), model_dir=d)
 
 
 def main() -> None:
