@@ -14,6 +14,7 @@ All with embed.py's int8 recipe, as the engine runs them; vectors are cached by 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import sys
@@ -53,7 +54,6 @@ def main() -> None:
     queries = {}
     for spec in args.query:
         name, path = spec.split("=", 1)
-        import hashlib
         with open(path, "rb") as fh:
             sha = hashlib.sha256(fh.read()).hexdigest()[:12]
         queries[name] = query_embedder(f"query-{name}-{sha}", path)
