@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -156,3 +157,17 @@ class Embedder:
         if cos < floor:
             sys.exit(f"embedding recipe check failed: min cosine {cos:.5f} to reference vectors")
         return cos
+
+
+def file_embedder(cache: str, onnx_path: str, beside: str) -> Embedder:
+    """The recipe on a model file outside models/ (a query model, a tower's export), with the
+    tokenizer and metadata of the model directory `beside`. Caches are keyed by text only, so
+    the cache is `cache` + the file's sha256: another file never gets this one's vectors."""
+    with open(onnx_path, "rb") as fh:
+        sha = hashlib.sha256(fh.read()).hexdigest()[:12]
+    # The Embedder reads the model and tokenizer when made, so the links can go right after.
+    with tempfile.TemporaryDirectory(prefix="raggrep-model-file-") as d:
+        for name, src in (("model.onnx", onnx_path), ("raggrep-model.json", os.path.join(beside, "raggrep-model.json")),
+                          ("tokenizer.json", os.path.join(beside, "tokenizer.json"))):
+            os.symlink(os.path.abspath(src), os.path.join(d, name))
+        return Embedder(f"{cache}-{sha}", model_dir=d)

@@ -14,11 +14,9 @@ All with embed.py's int8 recipe, as the engine runs them; vectors are cached by 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -29,15 +27,6 @@ from train_adapter import evaluate, fmt, load_pairs, macro, split_packages  # no
 
 PLAIN = "all-minilm-l6-v2-int8"
 
-
-def query_embedder(name: str, onnx_path: str) -> E.Embedder:
-    """embed.py's recipe on a query model file (tokenizer and metadata of the plain model)."""
-    beside = os.path.join(E.raggrep_home(), "models", PLAIN)
-    with tempfile.TemporaryDirectory(prefix="raggrep-query-model-") as d:
-        for file, src in (("model.onnx", onnx_path), ("raggrep-model.json", os.path.join(beside, "raggrep-model.json")),
-                          ("tokenizer.json", os.path.join(beside, "tokenizer.json"))):
-            os.symlink(os.path.abspath(src), os.path.join(d, file))
-        return E.Embedder(name, model_dir=d)  # reads everything when made
 
 
 def main() -> None:
@@ -54,9 +43,7 @@ def main() -> None:
     queries = {}
     for spec in args.query:
         name, path = spec.split("=", 1)
-        with open(path, "rb") as fh:
-            sha = hashlib.sha256(fh.read()).hexdigest()[:12]
-        queries[name] = query_embedder(f"query-{name}-{sha}", path)
+        queries[name] = E.file_embedder(f"query-{name}", path, os.path.join(E.raggrep_home(), "models", PLAIN))
     queries["plain"] = E.Embedder(PLAIN)
     results = {}
     for model in args.documents or ["all-minilm-l6-v2-code-int8", PLAIN]:

@@ -38,7 +38,6 @@ import hashlib  # noqa: E402
 import json  # noqa: E402
 import random  # noqa: E402
 import sys  # noqa: E402
-import tempfile  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -52,9 +51,7 @@ from train_query_tower import FROZEN_DEFAULT, check_forward, train_loop  # noqa:
 
 FP32 = "all-minilm-l6-v2-fp32"
 INT8 = "all-minilm-l6-v2-int8"
-# Vector caches are keyed by text only, so the query model's cache is named by its file's
-# sha256: a new query model must never be served the vectors of the one before it.
-QUERY_CACHE = "all-minilm-l6-v2-query-int8-{sha}"
+QUERY_CACHE = "all-minilm-l6-v2-query-int8"
 
 
 def doctower_dir() -> str:
@@ -67,15 +64,7 @@ def query_model_embedder() -> E.Embedder:
     onnx_path = os.path.join(installed, "query-model.onnx")
     if not os.path.exists(onnx_path):
         sys.exit(f"{onnx_path} missing: run scripts/bootstrap.sh")
-    # The Embedder reads the model and tokenizer when made, so the links can go right after.
-    with tempfile.TemporaryDirectory(prefix="raggrep-query-model-") as d:
-        for name, src in (("model.onnx", onnx_path),
-                          ("raggrep-model.json", os.path.join(installed, "raggrep-model.json")),
-                          ("tokenizer.json", os.path.join(installed, "tokenizer.json"))):
-            os.symlink(src, os.path.join(d, name))
-        with open(onnx_path, "rb") as fh:
-            sha = hashlib.sha256(fh.read()).hexdigest()[:12]
-        return E.Embedder(QUERY_CACHE.format(sha=sha), model_dir=d)
+    return E.file_embedder(QUERY_CACHE, onnx_path, installed)
 
 
 def main() -> None:
