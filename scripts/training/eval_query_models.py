@@ -28,7 +28,6 @@ from train_adapter import evaluate, fmt, load_pairs, macro, split_packages  # no
 PLAIN = "all-minilm-l6-v2-int8"
 
 
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--query", action="append", default=[], help="NAME=ONNX (the vector cache is keyed by NAME + "
