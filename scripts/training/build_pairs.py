@@ -6,8 +6,10 @@ Usage:  scripts/training/build_pairs.sh [--max-per-package N] [--only NAME,...]
 
 Sources: ONLY packages of ../shared/training-packages.md, at the versions pinned in PACKAGES
 below, fetched with the ordinary clients (pip download / npm pack / apt-get download). Rust
-crates are taken from the local cargo registry cache only (~/.cargo/registry/cache); a crate
-that is not there is skipped: this script never runs cargo.
+crates are taken from the local cargo registry cache (~/.cargo/registry/cache); build_pairs.sh
+first fetches the pinned crates that are missing there (`cargo fetch` in a throwaway project,
+listed by --missing-crates), because a skipped crate changes the package list and so the
+seeded train/validation split of every learned part. This script itself never runs cargo.
 The sha256 of every artifact is recorded in packages.lock.json next to this file on first
 download and verified on every later run.
 
@@ -111,7 +113,7 @@ PACKAGES = [
     P("x-net", "1:0.7.0+dfsg-1", "go", "debian", deb="golang-golang-x-net-dev", root=GO_SRC),
     P("x-crypto", "1:0.4.0-1", "go", "debian", deb="golang-golang-x-crypto-dev", root=GO_SRC),
     P("protobuf", "1.28.1-3", "go", "debian", deb="golang-google-protobuf-dev", root=GO_SRC),
-    # Rust (crates, from the local cargo registry cache only; never fetched with cargo here)
+    # Rust (crates, from the local cargo registry cache; build_pairs.sh fetches missing ones)
     P("syn", "2.0.117", "rust", "crates"),
     P("nom", "7.1.3", "rust", "crates"),
     P("rayon", "1.12.0", "rust", "crates"),
@@ -142,10 +144,14 @@ def training_dir() -> str:
     return os.path.join(home, "training")
 
 
+def crate_in_cache(pkg) -> list[str]:
+    pattern = os.path.join(B.cargo_home(), "registry", "cache", "*", f"{pkg.name}-{pkg.version}.crate")
+    return sorted(glob.glob(pattern))
+
+
 def cached_crate(pkg, tmp: str) -> str:
     """The crate from the cargo registry cache, or Skip: cargo is never run here."""
-    pattern = os.path.join(B.cargo_home(), "registry", "cache", "*", f"{pkg.name}-{pkg.version}.crate")
-    found = sorted(glob.glob(pattern))
+    found = crate_in_cache(pkg)
     if not found:
         raise Skip(f"{pkg.name}-{pkg.version}.crate is not in the local cargo registry cache "
                    "(this script does not run cargo)")
@@ -219,7 +225,14 @@ def main() -> None:
     ap.add_argument("--max-per-package", type=int, default=1500,
                     help="keep at most N pairs per package (seeded sample; default 1500)")
     ap.add_argument("--only", help="comma-separated package names (default: all)")
+    ap.add_argument("--missing-crates", action="store_true",
+                    help="print 'name version' of each pinned crate not in the cargo cache, and exit")
     args = ap.parse_args()
+    if args.missing_crates:
+        for p in PACKAGES:
+            if p.source == "crates" and not crate_in_cache(p):
+                print(p.name, p.version)
+        return
     t0 = time.time()
     out = training_dir()
     downloads = os.path.join(out, "downloads")
