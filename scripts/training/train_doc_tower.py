@@ -70,7 +70,11 @@ def query_model_embedder() -> E.Embedder:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--epochs", type=int, default=2)
-    ap.add_argument("--batch", type=int, default=16, help="queries a step (documents: twice that)")
+    ap.add_argument("--batch", type=int, default=16,
+                    help="queries a step (documents: (1 + --siblings) times that)")
+    ap.add_argument("--siblings", type=int, default=1,
+                    help="negatives a query brings: functions of its file (of its package when the "
+                         "file has too few); 1 = the shipped run")
     ap.add_argument("--lr", type=float, default=2e-5)
     ap.add_argument("--warmup", type=int, default=50)
     ap.add_argument("--weight-decay", type=float, default=0.01)
@@ -146,7 +150,7 @@ def main() -> None:
     def validate(tp) -> dict:
         return evaluate(np.eye(E.DIM), Q, embed_docs(tp, val_idx), rows, val_idx)
 
-    nd = 2 * args.batch
+    nd = (1 + args.siblings) * args.batch
     Qj = jnp.asarray(Q.astype(np.float32))
 
     def loss_fn(tp, ids, mask, doc_ok, qrows, gold, w):
@@ -179,10 +183,11 @@ def main() -> None:
                     continue
                 docs = list(dict.fromkeys(part))
                 for i in part:
-                    sib = [j for j in by_file[(pk, rows[i]["path"])] if j not in docs]
-                    pool = sib or [j for j in g if j not in docs]
-                    if pool:
-                        docs.append(rng.choice(pool))
+                    for _ in range(args.siblings):
+                        sib = [j for j in by_file[(pk, rows[i]["path"])] if j not in docs]
+                        pool = sib or [j for j in g if j not in docs]
+                        if pool:
+                            docs.append(rng.choice(pool))
                 out.append((part, docs[:nd]))
         rng.shuffle(out)
         return out
@@ -224,7 +229,7 @@ def main() -> None:
         "jax": jax.__version__, "forward_check_min_cosine_vs_onnxruntime_fp32": cos_check,
         "seed": args.seed,
         "hyperparameters": {k: getattr(args, k) for k in (
-            "epochs", "batch", "lr", "warmup", "weight_decay", "tau", "train_len", "eval_every",
+            "epochs", "batch", "siblings", "lr", "warmup", "weight_decay", "tau", "train_len", "eval_every",
             "patience", "max_minutes", "val_frac")},
         "frozen": sorted(frozen_names),
         "best_step": best["step"], "steps_run": n_step, "stop": stop or "all epochs done",
