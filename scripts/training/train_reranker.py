@@ -14,8 +14,10 @@ Model:  all-MiniLM-L6-v2 (qtower.py's JAX encoder, weights from the fp32 ONNX gr
         default model, so the engine can run it with the same ONNX graph and a 385-float head.
 Data:   pairs.jsonl of the TRAIN packages only (train_adapter.split_packages, the same 13
         validation packages as every other learned part). Per query one group: the documented
-        function (positive), --siblings functions of the same file and --randoms of the same
-        package (negatives; siblings are what the bi-encoder confuses).
+        function (positive), --siblings functions of the same file, --randoms of the same
+        package and --hard of the same package that the shipped bi-encoder ranks highest for the
+        query (installed query model against the default model's int8 vectors: the kind of
+        candidate the engine hands the reranker) as negatives.
 Loss:   softmax cross-entropy over each group. AdamW, encoder lr --lr, head lr --head-lr.
 Output: ~/.cache/raggrep/training/reranker/params.npz (encoder + head),
         scripts/training/out/reranker_train.json (hyper-parameters, packages, history, times).
@@ -65,7 +67,36 @@ def score_fn(cfg):
     return score
 
 
-def make_groups(rows, packages, siblings: int, randoms: int, rng: random.Random):
+def dense_neighbours(rows, packages, k: int) -> dict[int, list[int]]:
+    """Per query row of `packages`: the `k` other rows of its package whose code the shipped
+    bi-encoder ranks highest for the query (default model's int8 vectors, installed query model)."""
+    if k <= 0:
+        return {}
+    from train_doc_tower import query_model_embedder
+
+    keep = [i for i, r in enumerate(rows) if r["package"] in packages]
+    # The document tower's export id is the default model's (the shipped code model).
+    docs = E.Embedder(T.TOWERS["document"].int8_id).embed(
+        [E.document_text(rows[i]["path"], rows[i]["symbol"], rows[i]["code"]) for i in keep], "code")
+    queries = query_model_embedder().embed([rows[i]["query"] for i in keep], "queries (query model)")
+    at = {i: n for n, i in enumerate(keep)}
+    by_pkg: dict[str, list[int]] = {}
+    for i in keep:
+        by_pkg.setdefault(rows[i]["package"], []).append(i)
+    out = {}
+    for idx in by_pkg.values():
+        pos = [at[i] for i in idx]
+        sims = queries[pos] @ docs[pos].T
+        np.fill_diagonal(sims, -np.inf)
+        for n, i in enumerate(idx):
+            best = np.argsort(-sims[n], kind="stable")[:k]
+            out[i] = [idx[b] for b in best if np.isfinite(sims[n, b])]
+    return out
+
+
+def make_groups(rows, packages, siblings: int, randoms: int, rng: random.Random,
+                hard: dict[int, list[int]] | None = None):
+    hard = hard or {}
     by_pkg: dict[str, list[int]] = {}
     by_file: dict[tuple, list[int]] = {}
     for i, r in enumerate(rows):
@@ -76,11 +107,13 @@ def make_groups(rows, packages, siblings: int, randoms: int, rng: random.Random)
     for pkg, idx in sorted(by_pkg.items()):
         for i in idx:
             r = rows[i]
-            sib = [j for j in by_file[(pkg, r["path"])] if j != i]
+            neg = list(hard.get(i, []))
+            sib = [j for j in by_file[(pkg, r["path"])] if j != i and j not in neg]
             rng.shuffle(sib)
-            neg = sib[:siblings]
+            neg += sib[:siblings]
             pool = [j for j in idx if j != i and j not in neg]
-            neg += rng.sample(pool, min(len(pool), siblings + randoms - len(neg)))
+            want = len(hard.get(i, [])) + siblings + randoms
+            neg += rng.sample(pool, min(len(pool), want - len(neg)))
             if neg:
                 groups.append((i, neg))
     return groups
@@ -92,6 +125,10 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=8, help="groups per step")
     ap.add_argument("--siblings", type=int, default=1)
     ap.add_argument("--randoms", type=int, default=1)
+    ap.add_argument("--hard", type=int, default=0,
+                    help="negatives the shipped bi-encoder ranks highest in the package (0: the shipped run)")
+    ap.add_argument("--tag", default="reranker",
+                    help="names the record out/<tag>_train.json and, unless 'reranker', <tag>-params.npz")
     ap.add_argument("--lr", type=float, default=3e-5)
     ap.add_argument("--head-lr", type=float, default=1e-3)
     ap.add_argument("--weight-decay", type=float, default=0.01)
@@ -114,7 +151,8 @@ def main() -> None:
     manifest, rows = load_pairs()
     train_pk, val_pk = split_packages(manifest, args.val_frac, args.seed)
     rng = random.Random(args.seed if args.order_seed < 0 else args.order_seed)
-    groups = make_groups(rows, set(train_pk), args.siblings, args.randoms, rng)
+    hard = dense_neighbours(rows, set(train_pk), args.hard)
+    groups = make_groups(rows, set(train_pk), args.siblings, args.randoms, rng, hard)
     rng.shuffle(groups)
     log(f"{len(groups)} training groups from {len(train_pk)} packages ({len(val_pk)} held out)")
 
@@ -130,7 +168,7 @@ def main() -> None:
     train_p = {k: jnp.asarray(v) for k, v in params.items() if k not in frozen}
     fixed_p = {k: jnp.asarray(v) for k, v in params.items() if k in frozen}
     score = score_fn(cfg)
-    G = 1 + args.siblings + args.randoms
+    G = 1 + args.siblings + args.randoms + args.hard
 
     def loss_fn(tp, fp, ids, mask, valid):
         s = score({**tp, **fp}, ids, mask).reshape(-1, G)
@@ -172,12 +210,13 @@ def main() -> None:
         flat = {k: np.asarray(x) for k, x in train_p.items()}
         tmp = os.path.join(out_dir, "params.tmp.npz")
         np.savez(tmp, **flat)
-        os.replace(tmp, os.path.join(out_dir, "params.npz"))
+        name = "params.npz" if args.tag == "reranker" else f"{args.tag}-params.npz"
+        os.replace(tmp, os.path.join(out_dir, name))
         meta = {"args": vars(args), "train_packages": train_pk, "validation_packages": val_pk,
                 "groups": len(groups), "steps": step, "history": history,
                 "minutes": round((time.time() - t_start) / 60, 1)}
         os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, "reranker_train.json"), "w") as fh:
+        with open(os.path.join(args.out, f"{args.tag}_train.json"), "w") as fh:
             json.dump(meta, fh, indent=1)
 
     history = []
