@@ -107,15 +107,10 @@ def main() -> None:
             ids, mask = T.pad_batch(encs, multiple=32, max_len=args.len)
             return [float(x) for x in np.asarray(score(pj, ids, mask))]
     tok = pair_tokenizer(fp32_dir, args.len)
-    files: dict[str, list[str]] = {}
+    corpora = ff.Corpora(args.data)
 
     def chunk(pkg, path, a, b):
-        key = f"{pkg}/{path}"
-        if key not in files:
-            with open(os.path.join(args.data, "packages", pkg, "corpus", path), encoding="utf-8",
-                      errors="replace") as fh:
-                files[key] = fh.read().split("\n")
-        return code_text(path, "\n".join(files[key][a - 1:b]))
+        return code_text(path, corpora.text(pkg, path, a, b))
 
     todo = []
     for it in items:

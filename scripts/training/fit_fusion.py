@@ -41,6 +41,22 @@ def load(path: str, foreign: bool = False) -> list[dict]:
     return rows
 
 
+class Corpora:
+    """The chunk texts of a retrieval dataset (`packages/<id>/corpus/`, blanked as the engine
+    indexed them); each file is read once."""
+
+    def __init__(self, root: str):
+        self.root, self.files = root, {}
+
+    def text(self, package: str, path: str, start: int, end: int) -> str:
+        key = (package, path)
+        if key not in self.files:
+            with open(os.path.join(self.root, "packages", package, "corpus", path), encoding="utf-8",
+                      errors="replace") as fh:
+                self.files[key] = fh.read().split("\n")
+        return "\n".join(self.files[key][start - 1:end])
+
+
 def overlaps(c, gold) -> bool:
     return c[0] == gold[0] and c[1] <= gold[2] and gold[1] <= c[2]
 

@@ -40,24 +40,6 @@ TOKEN = re.compile(r"[A-Za-z_]\w*")
 TOO_COMMON = set("self this new get set from to of if for in is the a and or not def fn func function return".split())
 
 
-class Corpus:
-    """Chunk texts read from a retrieval dataset's blanked corpora, as the engine indexed them."""
-
-    def __init__(self, root: str):
-        self.root, self.files = root, {}
-
-    def text(self, package: str, span) -> str:
-        key = (package, span[0])
-        if key not in self.files:
-            try:
-                with open(os.path.join(self.root, "packages", package, "corpus", span[0]),
-                          encoding="utf-8", errors="replace") as fh:
-                    self.files[key] = fh.read().split("\n")
-            except OSError:
-                self.files[key] = []
-        return "\n".join(self.files[key][span[1] - 1:span[2]])
-
-
 def defined_name(text: str) -> str | None:
     head = "\n".join(text.split("\n")[:6])
     if m := DEFINES.search(head):
@@ -68,13 +50,15 @@ def defined_name(text: str) -> str | None:
     return None
 
 
-def with_references(rows: list[dict], corpus: Corpus, top: int) -> list[dict]:
+def with_references(rows: list[dict], corpora: F.Corpora, top: int) -> list[dict]:
     """The dump's rows with [refs, ref_file] appended to every candidate's features."""
     for row in rows:
         cands = row["candidates"]
-        texts = [corpus.text(row["package"], c) for c in cands]
+        if not cands:
+            continue
+        texts = [corpora.text(row["package"], *c[:3]) for c in cands]
         tokens = [set(TOKEN.findall(t)) for t in texts]
-        fixed = sorted(range(len(cands)), key=lambda i: -(0.5 * cands[i][3][0] + 0.5 * cands[i][3][1]))[:top]
+        fixed = list(np.argsort(-F.fixed(np.array([c[3] for c in cands])), kind="stable")[:top])
         for i, c in enumerate(cands):
             name = defined_name(texts[i])
             refs, other_file = 0, False
@@ -97,7 +81,8 @@ def main() -> int:
     ap.add_argument("--tops", default="5,10,20,50", help="referring candidates to look at")
     ap.add_argument("--out", default=os.path.join(HERE, "out", "xref_probe.json"))
     args = ap.parse_args()
-    corpora = Corpus(os.path.join(fusion, "retrieval")), Corpus(os.path.join(E.raggrep_home(), "bench", "retrieval"))
+    corpora = (F.Corpora(os.path.join(fusion, "retrieval")),
+               F.Corpora(os.path.join(E.raggrep_home(), "bench", "retrieval")))
 
     def fit(train_items, tune_items, columns):
         pick = lambda items: [dict(it, X=None if it["X"] is None else it["X"][:, columns]) for it in items]
