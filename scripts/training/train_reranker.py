@@ -20,7 +20,8 @@ Data:   pairs.jsonl of the TRAIN packages only (train_adapter.split_packages, th
         candidate the engine hands the reranker) as negatives.
 Loss:   softmax cross-entropy over each group. AdamW, encoder lr --lr, head lr --head-lr.
 Output: ~/.cache/raggrep/training/reranker/params.npz (encoder + head),
-        scripts/training/out/reranker_train.json (hyper-parameters, packages, history, times).
+        scripts/training/out/reranker_train.json (hyper-parameters, packages, history, times);
+        with --tag T: reranker/T-params.npz and out/T_train.json.
 """
 
 from __future__ import annotations
@@ -107,12 +108,13 @@ def make_groups(rows, packages, siblings: int, randoms: int, rng: random.Random,
     for pkg, idx in sorted(by_pkg.items()):
         for i in idx:
             r = rows[i]
-            neg = list(hard.get(i, []))
+            closest = hard.get(i, [])
+            neg = list(closest)
             sib = [j for j in by_file[(pkg, r["path"])] if j != i and j not in neg]
             rng.shuffle(sib)
             neg += sib[:siblings]
             pool = [j for j in idx if j != i and j not in neg]
-            want = len(hard.get(i, [])) + siblings + randoms
+            want = len(closest) + siblings + randoms
             neg += rng.sample(pool, min(len(pool), want - len(neg)))
             if neg:
                 groups.append((i, neg))
