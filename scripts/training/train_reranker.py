@@ -42,7 +42,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import embed as E  # noqa: E402
 import qtower as T  # noqa: E402
-from train_adapter import load_pairs, log, split_packages  # noqa: E402
+from train_adapter import group_by, load_pairs, log, split_packages  # noqa: E402
 
 FP32 = "all-minilm-l6-v2-fp32"
 
@@ -81,17 +81,14 @@ def dense_neighbours(rows, packages, k: int) -> dict[int, list[int]]:
         [E.document_text(rows[i]["path"], rows[i]["symbol"], rows[i]["code"]) for i in keep], "code")
     queries = query_model_embedder().embed([rows[i]["query"] for i in keep], "queries (query model)")
     at = {i: n for n, i in enumerate(keep)}
-    by_pkg: dict[str, list[int]] = {}
-    for i in keep:
-        by_pkg.setdefault(rows[i]["package"], []).append(i)
     out = {}
-    for idx in by_pkg.values():
+    for idx in group_by(rows, keep, "package").values():
         pos = [at[i] for i in idx]
         sims = queries[pos] @ docs[pos].T
         np.fill_diagonal(sims, -np.inf)
         for n, i in enumerate(idx):
             best = np.argsort(-sims[n], kind="stable")[:k]
-            out[i] = [idx[b] for b in best if np.isfinite(sims[n, b])]
+            out[int(i)] = [int(idx[b]) for b in best if np.isfinite(sims[n, b])]
     return out
 
 

@@ -64,7 +64,7 @@ def with_references(rows: list[dict], corpora: F.Corpora, top: int) -> list[dict
             refs, other_file = 0, False
             if name and len(name) >= 3 and name not in TOO_COMMON:
                 for j in fixed:
-                    if j == i or F.overlaps(cands[j], c):
+                    if F.overlaps(cands[j], c):  # itself, or the same lines
                         continue
                     if name in tokens[j]:
                         refs += 1
