@@ -130,6 +130,52 @@ PACKAGES = [
     P("tantivy", "0.27.0", "rust", "crates"),
     P("semver", "1.0.28", "rust", "crates"),
 ]
+# The second batch (2026-11-26): the rest of training-packages.md that the clients can fetch.
+# It comes after the first, so the first batch's pairs (kept-first dedup, seeded caps) and its
+# train/validation split (train_adapter.split_packages) stay exactly what the shipped parts were
+# trained and validated on; every second-batch package is a training package.
+# Not fetchable as a source distribution here: pandas, scikit-learn and matplotlib (pip has
+# to configure a compiler build just to read their metadata).
+SECOND_BATCH = [
+    P("sympy", "1.14.0", "python", "pypi"),
+    P("aiohttp", "3.14.5", "python", "pypi"),
+    P("sphinx", "9.0.4", "python", "pypi"),
+    P("pygments", "2.21.0", "python", "pypi"),
+    P("beautifulsoup4", "4.15.0", "python", "pypi"),
+    P("pyyaml", "6.0.4", "python", "pypi"),
+    P("dask", "2026.8.0", "python", "pypi"),
+    P("bokeh", "3.9.2", "python", "pypi"),
+    P("astropy", "8.0.2", "python", "pypi"),
+    P("client-golang", "1.14.0-3", "go", "debian", deb="golang-github-prometheus-client-golang-dev",
+      root=GO_SRC),
+    P("go-sqlite3", "1.14.16~ds1-1", "go", "debian", deb="golang-github-mattn-go-sqlite3-dev", root=GO_SRC),
+    P("compress", "1.15.12+ds1-3", "go", "debian", deb="golang-github-klauspost-compress-dev", root=GO_SRC),
+    P("quote", "1.0.47", "rust", "crates"),
+    P("proc-macro2", "1.0.107", "rust", "crates"),
+    P("chrono", "0.4.45", "rust", "crates"),
+    P("hyper", "1.12.0", "rust", "crates"),
+    P("reqwest", "0.13.5", "rust", "crates"),
+    P("h2", "0.4.20", "rust", "crates"),
+    P("http", "1.5.0", "rust", "crates"),
+    P("url", "2.5.8", "rust", "crates"),
+    P("anyhow", "1.0.104", "rust", "crates"),
+    P("thiserror", "2.0.21", "rust", "crates"),
+    P("petgraph", "0.8.3", "rust", "crates"),
+    P("image", "0.25.10", "rust", "crates"),
+    P("nalgebra", "0.35.0", "rust", "crates"),
+    P("sqlx-core", "0.9.0", "rust", "crates"),
+    P("diesel", "2.3.14", "rust", "crates"),
+    P("actix-web", "4.18.1", "rust", "crates"),
+    P("rocket", "0.5.2", "rust", "crates"),
+    P("warp", "0.4.3", "rust", "crates"),
+    P("tonic", "0.14.9", "rust", "crates"),
+    P("prost", "0.14.6", "rust", "crates"),
+    P("toml_edit", "0.25.20+spec-1.1.0", "rust", "crates"),
+    P("rustls", "0.23.46", "rust", "crates"),
+    P("winit", "0.30.13", "rust", "crates"),
+]
+FIRST_BATCH_IDS = {p.id for p in PACKAGES}
+PACKAGES = PACKAGES + SECOND_BATCH
 EXTRA_EXCLUDED_DIRS = {"extern"}  # the rules' list; build.py already skips the others
 MAX_CODE_CHARS = 4000  # the model reads 256 tokens (~1,000 chars); keep some slack
 SEED = 16
@@ -225,6 +271,8 @@ def main() -> None:
     ap.add_argument("--max-per-package", type=int, default=1500,
                     help="keep at most N pairs per package (seeded sample; default 1500)")
     ap.add_argument("--only", help="comma-separated package names (default: all)")
+    ap.add_argument("--first-batch", action="store_true",
+                    help="only the first batch: the pairs every part shipped before 2026-11-26 was trained on")
     ap.add_argument("--missing-crates", action="store_true",
                     help="print 'name version' of each pinned crate not in the cargo cache, and exit")
     args = ap.parse_args()
@@ -242,7 +290,8 @@ def main() -> None:
     if os.path.exists(LOCK_PATH):
         with open(LOCK_PATH) as fh:
             lock = json.load(fh)
-    pkgs = [p for p in PACKAGES if not args.only or p.name in args.only.split(",")]
+    pkgs = [p for p in PACKAGES if (not args.only or p.name in args.only.split(","))
+            and (not args.first_batch or p.id in FIRST_BATCH_IDS)]
     bench_q = benchmark_queries()
     seen_q, seen_code = set(), set()
     all_rows, entries, skipped = [], [], []
@@ -288,6 +337,7 @@ def main() -> None:
         info["dropped"]["benchmark-query"] = contaminated
         entries.append({"name": pkg.name, "version": pkg.version, "language": pkg.language,
                         "source": pkg.source, "deb": pkg.deb or None,
+                        "batch": 1 if pkg.id in FIRST_BATCH_IDS else 2,
                         "artifact": os.path.basename(path), "sha256": digest,
                         "candidates": extracted, "pairs": len(kept), **info})
         d = {k: v for k, v in info["dropped"].items() if v}

@@ -153,10 +153,16 @@ def load_pairs() -> tuple[dict, list[dict]]:
 
 
 def split_packages(manifest: dict, frac: float, seed: int) -> tuple[list[str], list[str]]:
+    """Validation packages are drawn from the first batch only, so adding the second batch
+    (build_pairs.py) left the split every shipped part was chosen on unchanged."""
     by_lang: dict[str, list[str]] = {}
+    later = []
     for p in manifest["packages"]:
         if p["pairs"] > 0:
-            by_lang.setdefault(p["language"], []).append(f"{p['name']}-{p['version']}")
+            if p.get("batch", 1) == 1:
+                by_lang.setdefault(p["language"], []).append(f"{p['name']}-{p['version']}")
+            else:
+                later.append(f"{p['name']}-{p['version']}")
     rng = random.Random(seed)
     train, val = [], []
     for lang in sorted(by_lang):
@@ -165,7 +171,7 @@ def split_packages(manifest: dict, frac: float, seed: int) -> tuple[list[str], l
         k = max(1, round(frac * len(ps))) if len(ps) > 1 else 0
         val.extend(ps[:k])
         train.extend(ps[k:])
-    return sorted(train), sorted(val)
+    return sorted(train + later), sorted(val)
 
 
 def main() -> None:
