@@ -204,3 +204,43 @@ def write_onnx(src: str, dst: str, params: dict, names: dict, doc: str) -> None:
     m.doc_string = doc
     onnx.checker.check_model(m)
     onnx.save(m, dst)
+
+
+def dequantized_params(int8_path: str, params: dict, names: dict) -> dict:
+    """The parameters of an int8 export (export_query_tower.py: the fp32 graph's initializers
+    replaced, then quantize_dynamic), read back as fp32: (q - zero_point) * scale per channel.
+    `params`/`names` are load_params() of the fp32 graph it was exported from, which gives the
+    initializer names; a tensor the export kept in fp32 (biases, LayerNorm) is read as is.
+    Used to continue training a shipped tower whose fp32 params.npz is gone: the result differs
+    from those params only by the int8 rounding the engine already runs with."""
+    import onnx
+    from onnx import numpy_helper
+
+    g = onnx.load(int8_path).graph
+    inits = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    # MatMulInteger quantizes weights per output column; a Gather'ed table's DequantizeLinear
+    # says its axis.
+    axis_of = {}
+    for n in g.node:
+        if n.op_type == "DequantizeLinear":
+            ax = next((a.i for a in n.attribute if a.name == "axis"), 1)
+            axis_of[n.input[1]] = ax
+    out = {}
+    for key, init in names.items():
+        if init in inits:
+            out[key] = inits[init].astype(np.float32)
+            continue
+        q, scale, zp = (inits.get(f"{init}_{s}") for s in ("quantized", "scale", "zero_point"))
+        if q is None or scale is None or zp is None:
+            raise SystemExit(f"{int8_path}: no fp32 or int8 copy of {key} ({init})")
+        shape = [1] * q.ndim
+        if scale.size > 1:
+            shape[axis_of.get(f"{init}_scale", q.ndim - 1)] = scale.size
+        w = (q.astype(np.float32) - zp.astype(np.float32).reshape(shape)) * scale.astype(np.float32).reshape(shape)
+        out[key] = w
+    if set(out) != set(params):
+        raise SystemExit(f"{int8_path}: tensors differ from the fp32 graph's")
+    for k in out:
+        if out[k].shape != params[k].shape:
+            raise SystemExit(f"{int8_path}: {k} has shape {out[k].shape}, the graph {params[k].shape}")
+    return out

@@ -164,6 +164,8 @@ def main() -> None:
     ap.add_argument("--max-minutes", type=float, default=50.0, help="training wall-clock budget")
     ap.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (0: no limit)")
     ap.add_argument("--params-out", default="", help="params.npz path (default: training/qtower/params.npz)")
+    ap.add_argument("--init", default="",
+                    help="start from this trained tower's params.npz (default: all-MiniLM-L6-v2)")
     ap.add_argument("--val-frac", type=float, default=0.2)
     ap.add_argument("--seed", type=int, default=16)
     ap.add_argument("--out", default=os.path.join(HERE, "out"))
@@ -206,6 +208,16 @@ def main() -> None:
         f"({time.time() - t0:.0f}s)")
     if cos_check <= 0.9999:
         sys.exit("JAX forward does not reproduce the fp32 ONNX graph; not training")
+    if args.init:
+        # Continue from a trained tower (its fp32 params.npz) instead of all-MiniLM-L6-v2: the
+        # forward check above still ran on the base weights, whose graph the tower shares.
+        with np.load(args.init) as z:
+            got = {k: z[k] for k in z.files}
+        bad = sorted(k for k in params if k not in got or got[k].shape != params[k].shape)
+        if bad or len(got) != len(params):
+            sys.exit(f"--init {args.init}: tensors do not match the model ({bad[:3]}...)")
+        params = {k: got[k].astype(params[k].dtype) for k in params}
+        log(f"initialised from {args.init} ({len(params)} tensors)")
 
     train_p, val_p = split_packages(manifest, args.val_frac, args.seed)
     train_idx = [i for i, r in enumerate(rows) if r["package"] in set(train_p)]
@@ -323,7 +335,7 @@ def main() -> None:
         "what": "query tower: all-MiniLM-L6-v2 fine-tuned on the query side against frozen int8 "
                 "document vectors; params.npz (fp32) -> export_query_tower.py",
         "params_npz": npz, "params_sha256": h.hexdigest(),
-        "base_model": FP32, "document_vectors": args.documents,
+        "base_model": FP32, "init": args.init or None, "document_vectors": args.documents,
         "jax": jax.__version__, "forward_check_min_cosine_vs_onnxruntime_fp32": cos_check,
         "seed": args.seed,
         "hyperparameters": {k: getattr(args, k) for k in (
