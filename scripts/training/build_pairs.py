@@ -130,7 +130,7 @@ PACKAGES = [
     P("tantivy", "0.27.0", "rust", "crates"),
     P("semver", "1.0.28", "rust", "crates"),
 ]
-# The second batch (2026-11-26): the rest of training-packages.md that the clients can fetch.
+# The second batch (added 2026-11-25): the rest of training-packages.md that the clients can fetch.
 # It comes after the first, so the first batch's pairs (kept-first dedup, seeded caps) and its
 # train/validation split (train_adapter.split_packages) stay exactly what the shipped parts were
 # trained and validated on; every second-batch package is a training package.
@@ -272,7 +272,7 @@ def main() -> None:
                     help="keep at most N pairs per package (seeded sample; default 1500)")
     ap.add_argument("--only", help="comma-separated package names (default: all)")
     ap.add_argument("--first-batch", action="store_true",
-                    help="only the first batch: the pairs every part shipped before 2026-11-26 was trained on")
+                    help="only the first batch: the pairs every part but the query model was trained on")
     ap.add_argument("--missing-crates", action="store_true",
                     help="print 'name version' of each pinned crate not in the cargo cache, and exit")
     args = ap.parse_args()

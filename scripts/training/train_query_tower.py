@@ -308,7 +308,8 @@ def main() -> None:
     base_val = validate(trainable)
     t_val = time.time() - t0
     log(f"identity (int8 queries, what raggrep runs) val {fmt(base_int8['all'])} macro {macro(base_int8):.3f}")
-    log(f"identity (fp32 JAX queries)                val {fmt(base_val['all'])} macro {macro(base_val):.3f} "
+    start = "--init tower (fp32 JAX queries)    " if args.init else "identity (fp32 JAX queries)        "
+    log(f"{start}        val {fmt(base_val['all'])} macro {macro(base_val):.3f} "
         f"({t_val:.0f}s)")
     log(f"shipped query model (int8)                 val {fmt(shipped['all'])} macro {macro(shipped):.3f}")
 
