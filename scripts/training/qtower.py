@@ -212,7 +212,8 @@ def dequantized_params(int8_path: str, params: dict, names: dict) -> dict:
     `params`/`names` are load_params() of the fp32 graph it was exported from, which gives the
     initializer names; a tensor the export kept in fp32 (biases, LayerNorm) is read as is.
     Used to continue training a shipped tower whose fp32 params.npz is gone: the result differs
-    from those params only by the int8 rounding the engine already runs with."""
+    from those params only by the int8 rounding the engine already runs with. start_params
+    checks the result against the graph."""
     import onnx
     from onnx import numpy_helper
 
@@ -238,9 +239,21 @@ def dequantized_params(int8_path: str, params: dict, names: dict) -> dict:
             shape[axis_of.get(f"{init}_scale", q.ndim - 1)] = scale.size
         w = (q.astype(np.float32) - zp.astype(np.float32).reshape(shape)) * scale.astype(np.float32).reshape(shape)
         out[key] = w
-    if set(out) != set(params):
-        raise SystemExit(f"{int8_path}: tensors differ from the fp32 graph's")
-    for k in out:
-        if out[k].shape != params[k].shape:
-            raise SystemExit(f"{int8_path}: {k} has shape {out[k].shape}, the graph {params[k].shape}")
     return out
+
+
+def start_params(path: str, params: dict, names: dict, keep=frozenset()) -> dict:
+    """The parameters to continue training from: a tower's params.npz as the trainers save it,
+    or an int8 export read back by dequantized_params. From an int8 export, the tensors named
+    in `keep` stay the base model's: the frozen ones, which the export holds only rounded."""
+    if path.endswith(".npz"):
+        with np.load(path) as z:
+            got = {k: z[k] for k in z.files}
+        keep = frozenset()
+    else:
+        got = dequantized_params(path, params, names)
+    bad = sorted(k for k in set(params) ^ set(got) if k not in keep)
+    bad += sorted(k for k in params if k in got and got[k].shape != params[k].shape)
+    if bad:
+        raise SystemExit(f"{path}: tensors do not match the model ({bad[:3]}...)")
+    return {k: params[k] if k in keep else got[k].astype(params[k].dtype) for k in params}

@@ -85,9 +85,9 @@ def main() -> None:
     ap.add_argument("--max-minutes", type=float, default=60.0, help="training wall-clock budget")
     ap.add_argument("--max-steps", type=int, default=300,
                     help="stop after this many steps (0: no limit); 300 = the shipped run")
-    ap.add_argument("--init-int8", default="",
-                    help="start from this int8 export (e.g. out/code-model-int8.onnx) instead of "
-                         "all-MiniLM-L6-v2")
+    ap.add_argument("--init", default="",
+                    help="start from this trained code model: an int8 export such as "
+                         "out/code-model-int8.onnx, or a params.npz (default: all-MiniLM-L6-v2)")
     ap.add_argument("--val-frac", type=float, default=0.2)
     ap.add_argument("--seed", type=int, default=16)
     ap.add_argument("--out", default=os.path.join(HERE, "out"))
@@ -118,12 +118,11 @@ def main() -> None:
     log(f"JAX forward vs onnxruntime fp32 graph: min cosine {cos_check:.7f} over {len(probe)} texts")
     if cos_check <= 0.9999:
         sys.exit("JAX forward does not reproduce the fp32 ONNX graph; not training")
-    if args.init_int8:
-        # Continue from a shipped int8 export (its fp32 params are not kept): the trained
-        # tensors read back from int8, the frozen embeddings exactly the base model's.
-        dq = T.dequantized_params(args.init_int8, params, names)
-        params = {k: (params[k] if k in FROZEN_DEFAULT else dq[k]) for k in params}
-        log(f"initialised from {args.init_int8} (dequantized; embeddings from the base model)")
+    if args.init:
+        # Continue from a trained code model (the shipped one's fp32 params are not kept, its
+        # int8 export is read back); the frozen embeddings stay exactly the base model's.
+        params = T.start_params(args.init, params, names, keep=FROZEN_DEFAULT)
+        log(f"initialised from {args.init} (embeddings from the base model)")
 
     train_p, val_p = split_packages(manifest, args.val_frac, args.seed)
     train_idx = [i for i, r in enumerate(rows) if r["package"] in set(train_p)]
@@ -217,7 +216,7 @@ def main() -> None:
     t0 = time.time()
     base_val = validate(trainable)
     log(f"default int8 documents (what an index holds) val {fmt(base_int8['all'])} macro {macro(base_int8):.4f}")
-    start = "--init-int8 fp32 JAX documents" if args.init_int8 else "default fp32 JAX documents    "
+    start = "--init fp32 JAX documents     " if args.init else "default fp32 JAX documents    "
     log(f"{start}                val {fmt(base_val['all'])} macro {macro(base_val):.4f} "
         f"({time.time() - t0:.0f}s)")
 
@@ -235,7 +234,7 @@ def main() -> None:
         "what": "document tower: all-MiniLM-L6-v2 fine-tuned on the document side against the "
                 "frozen int8 query model; params.npz (fp32) -> export_doc_tower.py",
         "params_npz": npz, "params_sha256": digest,
-        "base_model": FP32, "init_int8": args.init_int8 or None, "query_vectors": "query-model.onnx (int8, embed.py's recipe)",
+        "base_model": FP32, "init": args.init or None, "query_vectors": "query-model.onnx (int8, embed.py's recipe)",
         "jax": jax.__version__, "forward_check_min_cosine_vs_onnxruntime_fp32": cos_check,
         "seed": args.seed,
         "hyperparameters": {k: getattr(args, k) for k in (

@@ -165,7 +165,8 @@ def main() -> None:
     ap.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (0: no limit)")
     ap.add_argument("--params-out", default="", help="params.npz path (default: training/qtower/params.npz)")
     ap.add_argument("--init", default="",
-                    help="start from this trained tower's params.npz (default: all-MiniLM-L6-v2)")
+                    help="start from this trained tower: its params.npz, or an int8 export such as "
+                         "out/query-model-int8.onnx (default: all-MiniLM-L6-v2)")
     ap.add_argument("--val-frac", type=float, default=0.2)
     ap.add_argument("--seed", type=int, default=16)
     ap.add_argument("--out", default=os.path.join(HERE, "out"))
@@ -208,15 +209,11 @@ def main() -> None:
         f"({time.time() - t0:.0f}s)")
     if cos_check <= 0.9999:
         sys.exit("JAX forward does not reproduce the fp32 ONNX graph; not training")
+    frozen_names = set() if args.train_embeddings else set(FROZEN_DEFAULT)
     if args.init:
-        # Continue from a trained tower (its fp32 params.npz) instead of all-MiniLM-L6-v2: the
-        # forward check above still ran on the base weights, whose graph the tower shares.
-        with np.load(args.init) as z:
-            got = {k: z[k] for k in z.files}
-        bad = sorted(k for k in params if k not in got or got[k].shape != params[k].shape)
-        if bad or len(got) != len(params):
-            sys.exit(f"--init {args.init}: tensors do not match the model ({bad[:3]}...)")
-        params = {k: got[k].astype(params[k].dtype) for k in params}
+        # Continue from a trained tower instead of all-MiniLM-L6-v2: the forward check above
+        # still ran on the base weights, whose graph the tower shares.
+        params = T.start_params(args.init, params, names, keep=frozen_names)
         log(f"initialised from {args.init} ({len(params)} tensors)")
 
     train_p, val_p = split_packages(manifest, args.val_frac, args.seed)
@@ -226,7 +223,6 @@ def main() -> None:
         f"pairs / {len(val_p)} packages")
 
     encs = tok.encode_batch([r["query"] for r in rows])
-    frozen_names = set() if args.train_embeddings else set(FROZEN_DEFAULT)
     trainable = {k: jnp.asarray(v) for k, v in params.items() if k not in frozen_names}
     frozen = {k: jnp.asarray(v) for k, v in params.items() if k in frozen_names}
     decay = {k: (v.ndim == 2) for k, v in trainable.items()}
