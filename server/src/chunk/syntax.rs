@@ -21,9 +21,11 @@ pub(crate) fn split(
     grammar: tree_sitter::Language,
     config: &ChunkConfig,
 ) -> Option<Vec<Piece>> {
-    let tree = parse(text, language, grammar)?;
+    let trees = parse_file(text, language, grammar)?;
     let mut splitter = Splitter { text, language, config, lines: LineIndex::new(text), raw: Vec::new() };
-    splitter.visit_children(tree.root_node(), &Scope::default());
+    for tree in &trees {
+        splitter.visit_children(tree.root_node(), &Scope::default());
+    }
     Some(splitter.finish())
 }
 
@@ -39,10 +41,140 @@ pub(crate) fn definitions(
     language: Language,
     grammar: tree_sitter::Language,
 ) -> Option<Vec<RawDefinition>> {
-    let tree = parse(text, language, grammar)?;
+    let trees = parse_file(text, language, grammar)?;
     let mut out = Vec::new();
-    collect_definitions(tree.root_node(), language, text, &Scope::default(), &mut out);
+    for tree in &trees {
+        collect_definitions(tree.root_node(), language, text, &Scope::default(), &mut out);
+    }
     Some(out)
+}
+
+/// The syntax trees a file is walked in, in source order: its own tree, or one tree per
+/// top-level segment when that names more definitions.
+///
+/// tree-sitter recovers from most syntax errors locally, but not from all: one TypeScript
+/// interface whose call signatures have no `;` (`<T>(fn: T): T` on two lines, mobx's
+/// `IActionFactory`) makes the whole file a single ERROR node, so every function after it would
+/// be chunked as anonymous code. Each segment starts at a line that begins a top-level
+/// declaration at column 0 (with the comments and attributes right above it) and is parsed on
+/// its own over the same text (`included_ranges`, so byte offsets stay the file's): an error
+/// then stays inside its segment.
+fn parse_file(text: &str, language: Language, grammar: tree_sitter::Language) -> Option<Vec<tree_sitter::Tree>> {
+    let tree = parse(text, language, grammar.clone(), None)?;
+    if !tree.root_node().has_error() {
+        return Some(vec![tree]);
+    }
+    let starts = segment_starts(text, language);
+    if starts.len() < 2 {
+        return Some(vec![tree]);
+    }
+    let lines = LineIndex::new(text);
+    let mut segments = Vec::with_capacity(starts.len());
+    for (i, &start) in starts.iter().enumerate() {
+        let end = starts.get(i + 1).copied().unwrap_or(text.len());
+        let range = tree_sitter::Range {
+            start_byte: start,
+            end_byte: end,
+            start_point: point(&lines, start),
+            end_point: point(&lines, end),
+        };
+        match parse(text, language, grammar.clone(), Some(range)) {
+            Some(segment) => segments.push(segment),
+            None => return Some(vec![tree]),
+        }
+    }
+    let named = |trees: &[tree_sitter::Tree]| {
+        let mut out = Vec::new();
+        for t in trees {
+            collect_definitions(t.root_node(), language, text, &Scope::default(), &mut out);
+        }
+        out.len()
+    };
+    if named(&segments) > named(std::slice::from_ref(&tree)) { Some(segments) } else { Some(vec![tree]) }
+}
+
+/// tree-sitter's position of byte `offset`: 0-based row, byte column.
+fn point(lines: &LineIndex, offset: usize) -> tree_sitter::Point {
+    let row = (lines.line_of(offset) as usize).saturating_sub(1);
+    tree_sitter::Point { row, column: offset - lines.start_of(row) }
+}
+
+/// Byte offsets where a top-level segment starts (the first is 0): a line at column 0 that
+/// begins with one of the language's declaration keywords, moved up over the comment and
+/// attribute lines directly above it. Languages without such a list give `[0]` (no split).
+pub(crate) fn segment_starts(text: &str, language: Language) -> Vec<usize> {
+    let keywords: &[&str] = match language {
+        Language::JavaScript | Language::TypeScript | Language::Tsx => &[
+            "export ",
+            "function ",
+            "function*",
+            "async ",
+            "class ",
+            "abstract ",
+            "interface ",
+            "type ",
+            "enum ",
+            "const ",
+            "let ",
+            "var ",
+            "declare ",
+            "namespace ",
+            "module ",
+            "import ",
+            "@",
+        ],
+        Language::Rust => &[
+            "pub ",
+            "pub(",
+            "fn ",
+            "impl ",
+            "impl<",
+            "struct ",
+            "enum ",
+            "trait ",
+            "mod ",
+            "use ",
+            "const ",
+            "static ",
+            "type ",
+            "unsafe ",
+            "async ",
+            "extern ",
+            "macro_rules!",
+            "#[",
+        ],
+        Language::Go => &["func ", "type ", "var ", "const ", "import "],
+        _ => &[],
+    };
+    let mut starts = vec![0];
+    if keywords.is_empty() {
+        return starts;
+    }
+    let leading = |line: &str| {
+        let t = line.trim_start();
+        ["//", "/*", "*", "#[", "@"].iter().any(|m| t.starts_with(m)) && !t.is_empty()
+    };
+    let line_starts: Vec<usize> =
+        std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).filter(|&i| i < text.len()).collect();
+    let line = |k: usize| {
+        let end = line_starts.get(k + 1).copied().unwrap_or(text.len());
+        &text[line_starts[k]..end]
+    };
+    for k in 1..line_starts.len() {
+        if !keywords.iter().any(|kw| line(k).starts_with(kw)) {
+            continue;
+        }
+        // The doc comment or attributes right above belong to the declaration.
+        let mut first = k;
+        while first > 0 && leading(line(first - 1)) {
+            first -= 1;
+        }
+        let start = line_starts[first];
+        if start > *starts.last().unwrap_or(&0) {
+            starts.push(start);
+        }
+    }
+    starts
 }
 
 /// Walks definitions the way [`Splitter::definition`] names them (same kinds, same container
@@ -79,10 +211,19 @@ fn collect_definitions(node: Node<'_>, language: Language, text: &str, scope: &S
     }
 }
 
-/// Parses `text`, or `None` when parsing is too slow or the tree too deep to walk recursively.
-fn parse(text: &str, language: Language, grammar: tree_sitter::Language) -> Option<tree_sitter::Tree> {
+/// Parses `text` (only `range` of it, when given), or `None` when parsing is too slow or the
+/// tree too deep to walk recursively.
+fn parse(
+    text: &str,
+    language: Language,
+    grammar: tree_sitter::Language,
+    range: Option<tree_sitter::Range>,
+) -> Option<tree_sitter::Tree> {
     let mut parser = Parser::new();
     parser.set_language(&grammar).ok()?;
+    if let Some(range) = range {
+        parser.set_included_ranges(&[range]).ok()?;
+    }
     let started = Instant::now();
     let mut out_of_time = |_: &tree_sitter::ParseState| started.elapsed() > PARSE_TIME_LIMIT;
     let options = tree_sitter::ParseOptions::new().progress_callback(&mut out_of_time);

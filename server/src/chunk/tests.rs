@@ -561,6 +561,66 @@ fn broken_syntax_is_still_covered() {
     }
 }
 
+/// One interface whose call signatures lack `;` (mobx's `IActionFactory`) makes tree-sitter's
+/// TypeScript grammar wrap the whole file in an ERROR node. The declarations after it are still
+/// chunked as definitions, each with its doc comment, because the file is parsed again segment by
+/// segment (a segment starts at a top-level declaration at column 0).
+#[test]
+fn an_error_that_swallows_the_file_stays_in_its_segment() {
+    let text = r#"import { createAction } from "./action"
+
+export interface IActionFactory
+    extends Annotation,
+        PropertyDecorator {
+    // nameless actions
+    <T extends Function | undefined | null>(fn: T): T
+    // named actions
+    <T extends Function | undefined | null>(name: string, fn: T): T
+
+    // named decorator
+    (customName: string): PropertyDecorator & Annotation
+}
+
+function createActionFactory(autoAction: boolean): IActionFactory {
+    const res: IActionFactory = function action(arg1, arg2?): any {
+        if (isFunction(arg1)) {
+            return createAction(arg1.name, arg1, autoAction)
+        }
+    } as IActionFactory
+    return res
+}
+
+/**
+ * Runs `fn` inside an action.
+ */
+export function runInAction<T>(fn: () => T): T {
+    return executeAction(fn.name, false, fn, this, undefined)
+}
+
+export function isAction(thing: any) {
+    return isFunction(thing) && thing.isMobxAction === true
+}
+"#;
+    insta::assert_snapshot!(check(Language::TypeScript, text));
+    let outline: Vec<String> =
+        outline(text, Language::TypeScript, &ChunkConfig::default()).into_iter().map(|d| d.symbol).collect();
+    assert_eq!(outline, ["IActionFactory", "createActionFactory", "runInAction", "isAction"]);
+}
+
+/// A file whose error tree-sitter recovers from locally keeps its one parse, and a file with no
+/// declaration keyword at column 0 is never split.
+#[test]
+fn a_local_error_keeps_the_whole_file_parse() {
+    let text = "class A {\n  m() { return 1 +; }\n  n() { return 2 }\n}\n";
+    let chunks = chunk_file("x.ts", text, Language::TypeScript, &ChunkConfig::default());
+    check_invariants(text, &chunks);
+    assert_eq!(chunks.len(), 1);
+    assert_eq!(chunks[0].symbol.as_deref(), Some("A"));
+    assert_eq!(syntax::segment_starts("  const a = 1\n  const b = (\n", Language::TypeScript), [0]);
+    assert_eq!(syntax::segment_starts("a\n/// doc\n#[test]\nfn f() {}\n", Language::Rust), [0, 2]);
+    assert_eq!(syntax::segment_starts("def f():\n    pass\n", Language::Python), [0]);
+}
+
 #[test]
 fn a_single_huge_line_is_cut_not_dropped() {
     let text = format!("const DATA: &str = \"{}\";\n", "a b c ".repeat(4000));
