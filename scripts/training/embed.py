@@ -7,10 +7,15 @@ Batch 1 matters for the int8 model: its activations are quantised dynamically pe
 padding other texts into the same batch changes a vector (min cosine 0.990 to the reference
 with batches of 16, 1.000 with batch 1). `self_check()` verifies the recipe against the
 committed reference vectors (tests/data/reference_vectors.json, cosine > 0.999).
-Speed on this 2-core machine, one thread, nice 19: ~68 code texts/s, ~390 queries/s.
+Speed on this 2-core machine, one thread, nice 19: ~68 code texts/s, ~390 queries/s (measured on
+the first pairs); it falls with length: the chunk pool (mean 147 tokens) ran at ~20/s on one
+thread and ~29/s on two (2026-11-26).
 
 Runs in the tools venv made by scripts/bootstrap.sh (onnxruntime, tokenizers, numpy), on ONE
-thread (intra_op_num_threads = 1) so that it never competes with a build on a 2-core machine.
+thread (intra_op_num_threads = 1) so that it never competes with a build on a 2-core machine;
+RAGGREP_TRAIN_THREADS=N gives the session N threads when nothing else runs (a long one-off
+embedding such as the chunk pool's: the integer products are exact and each text still runs
+alone, so the vectors are the one-thread vectors up to float rounding, max |diff| ~1e-7).
 
 Text formats (what the model sees):
     document: "<path> <symbol path>\n<code>"   (raggrep's default EmbedHeader::PathAndSymbol)
@@ -64,7 +69,7 @@ class Embedder:
         self.tok.enable_truncation(MAX_TOKENS)
         self.tok.no_padding()
         so = ort.SessionOptions()
-        so.intra_op_num_threads = 1
+        so.intra_op_num_threads = int(os.environ.get("RAGGREP_TRAIN_THREADS", "1"))
         so.inter_op_num_threads = 1
         so.log_severity_level = 3
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL

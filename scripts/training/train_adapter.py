@@ -58,14 +58,17 @@ def apply(W: np.ndarray, Q: np.ndarray) -> np.ndarray:
     return normalize(Q @ W.T)
 
 
-def metrics(Qa: np.ndarray, D: np.ndarray, groups: list[np.ndarray]) -> dict:
-    """R@1, R@5, MRR@10 of query i against all docs of its group (gold = doc i)."""
+def metrics(Qa: np.ndarray, D: np.ndarray, groups: list[np.ndarray], extras: list | None = None) -> dict:
+    """R@1, R@5, MRR@10 of query i against all docs of its group (gold = doc i), and against
+    the group's extra rows of D (`extras[k]`: more negatives of group k, e.g. chunk-pool rows)."""
     r1 = r5 = mrr = 0.0
     n = 0
-    for idx in groups:
+    for k, idx in enumerate(groups):
         S = Qa[idx] @ D[idx].T
         gold = S[np.arange(len(idx)), np.arange(len(idx))]
         rank = (S > gold[:, None]).sum(1)  # 0-based; ties count in the query's favour
+        if extras is not None and len(extras[k]):
+            rank = rank + (Qa[idx] @ D[extras[k]].T > gold[:, None]).sum(1)
         r1 += float((rank < 1).sum())
         r5 += float((rank < 5).sum())
         mrr += float(np.where(rank < 10, 1.0 / (rank + 1), 0.0).sum())
@@ -80,16 +83,23 @@ def group_by(rows: list[dict], idx: list[int], key: str) -> dict[str, np.ndarray
     return {k: np.array(v) for k, v in out.items()}
 
 
-def evaluate(W, Q, D, rows, idx) -> dict:
-    """Overall + per language; the pool of a query is its own package."""
+def evaluate(W, Q, D, rows, idx, extras: dict | None = None) -> dict:
+    """Overall + per language; the pool of a query is its own package (plus, with `extras`,
+    that package's extra rows of D: {package: array of row indices})."""
     Qa = apply(W, Q)
     pk = group_by(rows, idx, "package")
-    res = {"all": metrics(Qa, D, list(pk.values()))}
+    none = np.zeros(0, dtype=int)
+
+    def more(names):
+        return None if extras is None else [extras.get(p, none) for p in names]
+
+    res = {"all": metrics(Qa, D, list(pk.values()), more(pk.keys()))}
     langs = sorted({rows[i]["language"] for i in idx})
     for lang in langs:
-        gs = [np.array([i for i in g if rows[i]["language"] == lang]) for g in pk.values()]
+        gs = {p: np.array([i for i in g if rows[i]["language"] == lang]) for p, g in pk.items()}
+        gs = {p: g for p, g in gs.items() if len(g)}
         # pool = the package's docs of that language (a package may mix languages)
-        res[lang] = metrics(Qa, D, [g for g in gs if len(g)])
+        res[lang] = metrics(Qa, D, list(gs.values()), more(gs.keys()))
     return res
 
 

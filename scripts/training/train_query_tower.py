@@ -60,6 +60,27 @@ def qtower_dir() -> str:
     return os.path.join(E.training_dir(), "qtower")
 
 
+def load_chunk_pool(packages: set[str], per_package: int, seed: int) -> list[dict]:
+    """chunkpool.jsonl's chunks of `packages`, at most `per_package` each (a seeded sample, so a
+    smaller number takes a subset of a larger one's draw order)."""
+    path = os.path.join(E.training_dir(), "chunkpool.jsonl")
+    if not os.path.exists(path):
+        sys.exit(f"{path} missing: run scripts/training/build_chunk_pool.sh")
+    by_pkg: dict[str, list[dict]] = {}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            c = json.loads(line)
+            if c["package"] in packages:
+                by_pkg.setdefault(c["package"], []).append(c)
+    out = []
+    for pk in sorted(by_pkg):
+        chunks = by_pkg[pk]
+        order = list(range(len(chunks)))
+        random.Random(f"{seed}:{pk}").shuffle(order)
+        out.extend(chunks[i] for i in sorted(order[:per_package]))
+    return out
+
+
 def check_forward(params, cfg, tok, model_dir: str, texts: list[str]) -> float:
     """Min cosine between this JAX forward (padded batch) and onnxruntime on the fp32 graph
     (batch 1, embed.py's recipe)."""
@@ -158,6 +179,10 @@ def main() -> None:
     ap.add_argument("--weight-decay", type=float, default=0.01)
     ap.add_argument("--tau", type=float, default=0.05)
     ap.add_argument("--negatives", choices=["pool", "batch"], default="pool")
+    ap.add_argument("--chunk-pool", type=int, default=0,
+                    help="add up to N chunks a package from chunkpool.jsonl (build_chunk_pool.py: "
+                         "the package's other code as raggrep chunks it) to its negatives, and "
+                         "validate against them too (0: the pairs' code only)")
     ap.add_argument("--train-embeddings", action="store_true")
     ap.add_argument("--eval-every", type=int, default=100, help="steps between validation runs")
     ap.add_argument("--patience", type=int, default=4, help="validation runs without gain")
@@ -190,6 +215,14 @@ def main() -> None:
     log(f"embedding recipe check ({args.documents}): min cosine {demb.self_check():.5f} to "
         f"tests/data/reference_vectors.json")
     D = demb.embed([E.document_text(r["path"], r["symbol"], r["code"]) for r in rows], "code")
+    # More negatives: each package's other chunks, rows len(rows).. of D.
+    extras: dict[str, np.ndarray] | None = None
+    if args.chunk_pool:
+        pool_rows = load_chunk_pool({r["package"] for r in rows}, args.chunk_pool, args.seed)
+        D = np.vstack([D, demb.embed([c["text"] for c in pool_rows], "chunk pool")])
+        extras = group_by(pool_rows, list(range(len(pool_rows))), "package")
+        extras = {p: v + len(rows) for p, v in extras.items()}
+        log(f"chunk pool: {len(pool_rows)} chunks of {len(extras)} packages (at most {args.chunk_pool} each)")
     del demb
     emb = E.Embedder(INT8)
     Q8 = emb.embed([r["query"] for r in rows], "queries")
@@ -245,7 +278,8 @@ def main() -> None:
 
     Dj = jnp.asarray(D)
     by_pkg = group_by(rows, train_idx, "package")
-    pmax = max(len(v) for v in by_pkg.values())
+    none = np.zeros(0, dtype=int)
+    pmax = max(len(v) + len((extras or {}).get(p, none)) for p, v in by_pkg.items())
 
     def loss_fn(tp, ids, mask, pool, pool_ok, gold, w):
         qv = encode(tp, ids, mask)  # [B, H]
@@ -273,6 +307,8 @@ def main() -> None:
                 if len(part) < 8:
                     continue
                 pool = list(by_pkg[pk]) if args.negatives == "pool" else list(part)
+                if extras is not None and args.negatives == "pool":
+                    pool += list(extras.get(pk, none))
                 out.append((part, pool))
         rng.shuffle(out)
         return out
@@ -295,11 +331,11 @@ def main() -> None:
 
     def validate(tp) -> dict:
         Qv = embed_queries(tp, val_idx)
-        return evaluate(np.eye(E.DIM), Qv, D.astype(np.float64), rows, val_idx)
+        return evaluate(np.eye(E.DIM), Qv, D.astype(np.float64), rows, val_idx, extras)
 
     Q8_64, D64 = Q8.astype(np.float64), D.astype(np.float64)
-    base_int8 = evaluate(np.eye(E.DIM), Q8_64, D64, rows, val_idx)
-    shipped = evaluate(np.eye(E.DIM), QS.astype(np.float64), D64, rows, val_idx)
+    base_int8 = evaluate(np.eye(E.DIM), Q8_64, D64, rows, val_idx, extras)
+    shipped = evaluate(np.eye(E.DIM), QS.astype(np.float64), D64, rows, val_idx, extras)
     t0 = time.time()
     base_val = validate(trainable)
     t_val = time.time() - t0
@@ -336,7 +372,8 @@ def main() -> None:
         "jax": jax.__version__, "forward_check_min_cosine_vs_onnxruntime_fp32": cos_check,
         "seed": args.seed,
         "hyperparameters": {k: getattr(args, k) for k in (
-            "epochs", "batch", "lr", "warmup", "weight_decay", "tau", "negatives", "train_embeddings",
+            "epochs", "batch", "lr", "warmup", "weight_decay", "tau", "negatives", "chunk_pool",
+            "train_embeddings",
             "eval_every", "patience", "max_minutes", "val_frac")},
         "frozen": sorted(frozen_names), "trainable_values": n_train,
         "best_step": best["step"], "steps_run": n_step, "stop": stop or "all epochs done",
@@ -349,7 +386,8 @@ def main() -> None:
                                 for p in val_p],
         "pairs": {"train": len(train_idx), "validation": len(val_idx)},
         "validation": {"note": "each validation query against every validation code text of its own "
-                               "package; dense only, function level; tower row = fp32 JAX queries "
+                               "package (with --chunk-pool, and that package's pool chunks); dense "
+                               "only, function level; tower row = fp32 JAX queries "
                                "(the exported int8 model is checked by export_query_tower.py)",
                        "identity_int8": base_int8, "identity_fp32": base_val,
                        "shipped_query_model_int8": shipped, "tower_fp32": final},

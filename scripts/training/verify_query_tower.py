@@ -46,6 +46,12 @@ def main() -> None:
     ap.add_argument("--role", choices=sorted(T.TOWERS), default="query")
     ap.add_argument("--params", default="")
     ap.add_argument("--export-json", default="")
+    # A soup's int8 export sits further from its fp32 than a trained tower's (README, "Query
+    # model, chunk pool"); its recipe lowers the bar explicitly and the record keeps the numbers.
+    ap.add_argument("--int8-mean-floor", type=float, default=0.99,
+                    help="lowest mean cosine of the int8 export to the fp32 encoder")
+    ap.add_argument("--int8-min-slack", type=float, default=0.005,
+                    help="how far below the default model's own int8 minimum the export may go")
     args = ap.parse_args()
     query_side = args.role == "query"
     tower = T.TOWERS[args.role]
@@ -107,10 +113,11 @@ def main() -> None:
     for k in ("fp32_export_vs_jax", "int8_export_vs_jax", "default_int8_vs_default_fp32"):
         print(f"{k}: {res[k]}", file=sys.stderr)
     # fp32: the same graph, so essentially exact. int8: mean cosine > 0.99 and no query further
-    # from its fp32 vector than the default model's int8 quantisation moves its queries (+0.005)
+    # from its fp32 vector than the default model's int8 quantisation moves its queries (+0.005),
+    # unless the caller lowered those bars
     ok32 = res["fp32_export_vs_jax"]["min"] > 0.9999
-    ok8 = (res["int8_export_vs_jax"]["mean"] > 0.99 and res["int8_export_vs_jax"]["min"]
-           > res["default_int8_vs_default_fp32"]["min"] - 0.005)
+    ok8 = (res["int8_export_vs_jax"]["mean"] > args.int8_mean_floor and res["int8_export_vs_jax"]["min"]
+           > res["default_int8_vs_default_fp32"]["min"] - args.int8_min_slack)
     if not (ok32 and ok8):
         sys.exit("export fidelity check FAILED")
     print("export fidelity check passed", file=sys.stderr)
