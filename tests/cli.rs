@@ -656,7 +656,7 @@ fn embed_shows_which_network_embeds_queries() {
     let ws = Workspace::empty();
     let query = String::from_utf8(ws.ok(&["embed", "where do we validate API tokens"]).stdout).unwrap();
     assert!(query.contains("model: all-minilm-l6-v2-code-int8\n"), "{query}");
-    assert!(query.contains("query model: all-minilm-l6-v2-code-query-wide-int8\n"), "{query}");
+    assert!(query.contains("query model: all-minilm-l6-v2-code-query-soup-int8\n"), "{query}");
     assert!(query.contains("dim: 384\n") && query.contains("norm: 1.000000"), "{query}");
     let document = String::from_utf8(ws.ok(&["embed", "--document", "fn check_token() {}"]).stdout).unwrap();
     assert!(!document.contains("query model"), "documents use the document model: {document}");
