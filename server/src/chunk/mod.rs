@@ -385,6 +385,11 @@ impl LineIndex {
         idx as u32
     }
 
+    /// Number of lines (a text ending in a newline has an empty last line).
+    pub fn count(&self) -> usize {
+        self.starts.len()
+    }
+
     /// Byte offset where 0-based line `line` starts (clamped to the last line).
     pub fn start_of(&self, line: usize) -> usize {
         self.starts[line.min(self.starts.len() - 1)]

@@ -64,11 +64,11 @@ fn parse_file(text: &str, language: Language, grammar: tree_sitter::Language) ->
     if !tree.root_node().has_error() {
         return Some(vec![tree]);
     }
-    let starts = segment_starts(text, language);
+    let lines = LineIndex::new(text);
+    let starts = segment_starts(text, &lines, language);
     if starts.len() < 2 {
         return Some(vec![tree]);
     }
-    let lines = LineIndex::new(text);
     let mut segments = Vec::with_capacity(starts.len());
     for (i, &start) in starts.iter().enumerate() {
         let end = starts.get(i + 1).copied().unwrap_or(text.len());
@@ -102,7 +102,7 @@ fn point(lines: &LineIndex, offset: usize) -> tree_sitter::Point {
 /// Byte offsets where a top-level segment starts (the first is 0): a line at column 0 that
 /// begins with one of the language's declaration keywords, moved up over the comment and
 /// attribute lines directly above it. Languages without such a list give `[0]` (no split).
-pub(crate) fn segment_starts(text: &str, language: Language) -> Vec<usize> {
+pub(crate) fn segment_starts(text: &str, lines: &LineIndex, language: Language) -> Vec<usize> {
     let keywords: &[&str] = match language {
         Language::JavaScript | Language::TypeScript | Language::Tsx => &[
             "export ",
@@ -152,15 +152,13 @@ pub(crate) fn segment_starts(text: &str, language: Language) -> Vec<usize> {
     }
     let leading = |line: &str| {
         let t = line.trim_start();
-        ["//", "/*", "*", "#[", "@"].iter().any(|m| t.starts_with(m)) && !t.is_empty()
+        ["//", "/*", "*", "#[", "@"].iter().any(|m| t.starts_with(m))
     };
-    let line_starts: Vec<usize> =
-        std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).filter(|&i| i < text.len()).collect();
     let line = |k: usize| {
-        let end = line_starts.get(k + 1).copied().unwrap_or(text.len());
-        &text[line_starts[k]..end]
+        let end = if k + 1 < lines.count() { lines.start_of(k + 1) } else { text.len() };
+        &text[lines.start_of(k)..end]
     };
-    for k in 1..line_starts.len() {
+    for k in 1..lines.count() {
         if !keywords.iter().any(|kw| line(k).starts_with(kw)) {
             continue;
         }
@@ -169,7 +167,7 @@ pub(crate) fn segment_starts(text: &str, language: Language) -> Vec<usize> {
         while first > 0 && leading(line(first - 1)) {
             first -= 1;
         }
-        let start = line_starts[first];
+        let start = lines.start_of(first);
         if start > *starts.last().unwrap_or(&0) {
             starts.push(start);
         }

@@ -616,9 +616,10 @@ fn a_local_error_keeps_the_whole_file_parse() {
     check_invariants(text, &chunks);
     assert_eq!(chunks.len(), 1);
     assert_eq!(chunks[0].symbol.as_deref(), Some("A"));
-    assert_eq!(syntax::segment_starts("  const a = 1\n  const b = (\n", Language::TypeScript), [0]);
-    assert_eq!(syntax::segment_starts("a\n/// doc\n#[test]\nfn f() {}\n", Language::Rust), [0, 2]);
-    assert_eq!(syntax::segment_starts("def f():\n    pass\n", Language::Python), [0]);
+    let starts = |text: &str, language| syntax::segment_starts(text, &LineIndex::new(text), language);
+    assert_eq!(starts("  const a = 1\n  const b = (\n", Language::TypeScript), [0]);
+    assert_eq!(starts("a\n/// doc\n#[test]\nfn f() {}\n", Language::Rust), [0, 2]);
+    assert_eq!(starts("def f():\n    pass\n", Language::Python), [0]);
 }
 
 #[test]
