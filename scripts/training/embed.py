@@ -164,12 +164,19 @@ class Embedder:
         return cos
 
 
+def sha256_file(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def file_embedder(cache: str, onnx_path: str, beside: str) -> Embedder:
     """The recipe on a model file outside models/ (a query model, a tower's export), with the
     tokenizer and metadata of the model directory `beside`. Caches are keyed by text only, so
     the cache is `cache` + the file's sha256: another file never gets this one's vectors."""
-    with open(onnx_path, "rb") as fh:
-        sha = hashlib.sha256(fh.read()).hexdigest()[:12]
+    sha = sha256_file(onnx_path)[:12]
     # The Embedder reads the model and tokenizer when made, so the links can go right after.
     with tempfile.TemporaryDirectory(prefix="raggrep-model-file-") as d:
         for name, src in (("model.onnx", onnx_path), ("raggrep-model.json", os.path.join(beside, "raggrep-model.json")),

@@ -27,7 +27,6 @@ import os
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
-import hashlib  # noqa: E402
 import importlib.util  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
@@ -46,14 +45,6 @@ import qtower as T  # noqa: E402
 spec = importlib.util.spec_from_file_location("bootstrap", os.path.join(E.REPO, "scripts", "bootstrap.py"))
 B = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(B)
-
-def sha256_file(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
 
 def quantize(src: str, dst: str) -> None:
     """bootstrap.py cmd_derive's quantisation call, verbatim."""
@@ -75,7 +66,7 @@ def model_json(mid: str, sha: str, source: str, role: str) -> str:
 def default_fp32() -> str:
     """Path of the bootstrap's fp32 default model, after checking its sha256."""
     path = os.path.join(E.raggrep_home(), "models", "all-minilm-l6-v2-fp32", "model.onnx")
-    if sha256_file(path) != B.FP32_SHA256:
+    if E.sha256_file(path) != B.FP32_SHA256:
         sys.exit(f"{path} is not the bootstrap's fp32 model; run scripts/bootstrap.sh")
     return path
 
@@ -99,7 +90,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(dir=qdir) as tmp:
         p = os.path.join(tmp, "default-int8.onnx")
         quantize(fp32_default, p)
-        got = sha256_file(p)
+        got = E.sha256_file(p)
     if got != B.INT8_SHA256:
         sys.exit(f"re-quantizing the default fp32 model gave sha256 {got}, the bootstrap pins "
                  f"{B.INT8_SHA256}: this venv is not the bootstrap's; not exporting")
@@ -122,7 +113,7 @@ def main() -> None:
                  doc=f"raggrep {args.role} tower (issue 16): all-minilm-l6-v2-fp32 graph, {args.role}-side "
                      f"fine-tuned values (scripts/training/{trainer})")
     quantize(fp32_path, int8_path)
-    fsha, isha = sha256_file(fp32_path), sha256_file(int8_path)
+    fsha, isha = E.sha256_file(fp32_path), E.sha256_file(int8_path)
     ops = B.op_counts(B.Path(int8_path))
     if ops.get("MatMulInteger", 0) < 36 or ops.get("DynamicQuantizeLinear", 0) < 1:
         sys.exit(f"quantized {args.role} tower lacks MatMulInteger/DynamicQuantizeLinear: {ops}")
@@ -132,8 +123,7 @@ def main() -> None:
     with open(os.path.join(idir, "raggrep-model.json"), "w") as fh:
         fh.write(model_json(INT8_ID, isha, B.SOURCES["int8"].replace("all-minilm-l6-v2-fp32", FP32_ID),
                             args.role))
-    with open(args.params, "rb") as fh:
-        psha = hashlib.sha256(fh.read()).hexdigest()
+    psha = E.sha256_file(args.params)
     info = {
         "params_npz_sha256": psha,
         "recipe_check": {"default_int8_requantized_sha256": got, "bootstrap_INT8_SHA256": B.INT8_SHA256},

@@ -242,6 +242,18 @@ def dequantized_params(int8_path: str, params: dict, names: dict) -> dict:
     return out
 
 
+def params_sha256(params: dict) -> str:
+    """sha256 of a tower's tensors (names and fp32 bytes, sorted by name): what the trainers
+    record, independent of how the npz file was written."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for k in sorted(params):
+        h.update(k.encode())
+        h.update(np.ascontiguousarray(params[k], dtype=np.float32).tobytes())
+    return h.hexdigest()
+
+
 def start_params(path: str, params: dict, names: dict, keep=frozenset()) -> dict:
     """The parameters to continue training from: a tower's params.npz as the trainers save it,
     or an int8 export read back by dequantized_params. From an int8 export, the tensors named

@@ -16,7 +16,6 @@ export_query_tower.sh like any tower.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import sys
@@ -24,6 +23,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import embed as E  # noqa: E402
 import qtower  # noqa: E402
 
 FROZEN = frozenset({
@@ -31,14 +31,6 @@ FROZEN = frozenset({
     "embeddings.position_embeddings.weight",
     "embeddings.token_type_embeddings.weight",
 })
-
-
-def sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def main() -> None:
@@ -68,12 +60,16 @@ def main() -> None:
     tmp = args.out + ".tmp.npz"
     np.savez(tmp, **soup)
     os.replace(tmp, args.out)
+    # File sha256, and for a tower the trainers' own tensor hash (their records' params_sha256).
     record = {
-        "base": {"path": args.base, "sha256": sha256(args.base)},
-        "tuned": {"path": args.tuned, "sha256": sha256(args.tuned)},
+        "base": {"path": args.base, "sha256": E.sha256_file(args.base)},
+        "tuned": {"path": args.tuned, "sha256": E.sha256_file(args.tuned)},
         "alpha": args.alpha,
-        "out": {"path": args.out, "sha256": sha256(args.out)},
+        "out": {"path": args.out, "sha256": E.sha256_file(args.out), "params_sha256": qtower.params_sha256(soup)},
     }
+    for side, path, tower in (("base", args.base, base), ("tuned", args.tuned, tuned)):
+        if path.endswith(".npz"):
+            record[side]["params_sha256"] = qtower.params_sha256(tower)
     if args.record:
         with open(args.record, "w") as fh:
             json.dump(record, fh, indent=2)

@@ -34,7 +34,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
-import hashlib  # noqa: E402
 import json  # noqa: E402
 import random  # noqa: E402
 import sys  # noqa: E402
@@ -273,11 +272,7 @@ def save(params: dict, best: dict, args) -> tuple[str, str]:
     tmp = npz + ".tmp.npz"
     np.savez(tmp, **full)
     os.replace(tmp, npz)
-    h = hashlib.sha256()
-    for k in sorted(full):
-        h.update(k.encode())
-        h.update(np.ascontiguousarray(full[k]).tobytes())
-    return npz, h.hexdigest()
+    return npz, T.params_sha256(full)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
-import hashlib  # noqa: E402
 import json  # noqa: E402
 import random  # noqa: E402
 import sys  # noqa: E402
@@ -359,15 +358,11 @@ def main() -> None:
     full.update({k: np.asarray(x, dtype=np.float32) for k, x in best["params"].items()})
     npz = args.params_out or os.path.join(qtower_dir(), "params.npz")
     np.savez(npz, **full)
-    h = hashlib.sha256()
-    for k in sorted(full):
-        h.update(k.encode())
-        h.update(np.ascontiguousarray(full[k]).tobytes())
     pk = {f"{p['name']}-{p['version']}": p for p in manifest["packages"]}
     info = {
         "what": "query tower: all-MiniLM-L6-v2 fine-tuned on the query side against frozen int8 "
                 "document vectors; params.npz (fp32) -> export_query_tower.py",
-        "params_npz": npz, "params_sha256": h.hexdigest(),
+        "params_npz": npz, "params_sha256": T.params_sha256(full),
         "base_model": FP32, "init": args.init or None, "document_vectors": args.documents,
         "jax": jax.__version__, "forward_check_min_cosine_vs_onnxruntime_fp32": cos_check,
         "seed": args.seed,
