@@ -774,15 +774,30 @@ fn cmd_embed(embedder: &OnnxEmbedder, text: &str, document: bool) -> Result<()> 
 }
 
 fn cmd_files(path: &Path) -> Result<()> {
-    let report = walk::walk(&[path.to_path_buf()], &walk::WalkOptions::default())?;
+    let options = walk::WalkOptions::default();
+    let report = walk::walk(&[path.to_path_buf()], &options)?;
     let mut out = io::stdout().lock();
-    for file in &report.files {
-        writeln!(out, "{}", file.rel_path)?;
-    }
+    let mut err = io::stderr().lock();
     for skipped in &report.skipped {
-        tracing::info!(path = %skipped.path.display(), reason = %skipped.reason, "skipped");
+        writeln!(err, "skipped {}: {}", skipped.path.display(), skipped.reason)?;
     }
-    let _ = writeln!(io::stderr(), "{} files, {} skipped", report.files.len(), report.skipped.len());
+    // The walk judges by name and size; indexing also reads each file and leaves out binary,
+    // generated and minified ones. Reading them here keeps the list what would be indexed.
+    let mut listed = 0;
+    let mut skipped = report.skipped.len();
+    for file in &report.files {
+        match walk::read_source(&file.abs_path, options.max_file_size) {
+            Ok(_) => {
+                writeln!(out, "{}", file.rel_path)?;
+                listed += 1;
+            }
+            Err(reason) => {
+                writeln!(err, "skipped {}: {reason}", file.abs_path.display())?;
+                skipped += 1;
+            }
+        }
+    }
+    writeln!(err, "{listed} files, {skipped} skipped")?;
     Ok(())
 }
 
