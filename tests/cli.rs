@@ -1041,3 +1041,196 @@ fn files_lists_exactly_what_index_indexes_and_says_why_the_rest_is_left_out() {
     indexed.sort();
     assert_eq!(indexed, listed);
 }
+
+/// `inspect --json` paths of the index at `root` (sorted).
+fn indexed_paths(ws: &Workspace) -> Vec<String> {
+    let out = ws.ok(&["inspect", "--json"]);
+    let mut paths: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|f| f["path"].as_str().map(str::to_string))
+        .collect();
+    paths.sort();
+    paths
+}
+
+#[test]
+fn index_flags_choose_the_files_and_inspect_says_why() {
+    let ws = Workspace::polyglot();
+    let done: Value = serde_json::from_slice(&ws.ok(&["index", ".", "--exclude", "lib/**", "--json"]).stdout).unwrap();
+    assert_eq!(done["files"], 5, "{done}");
+    let paths = indexed_paths(&ws);
+    assert!(paths.iter().all(|p| !p.starts_with("lib/")) && paths.len() == 5, "{paths:?}");
+
+    // Only what --include names (repeatable); the rest leaves the index.
+    ws.ok(&["index", ".", "--include", "*.rs", "--include", "src/*.py", "--json"]);
+    assert_eq!(indexed_paths(&ws), ["src/auth.py", "src/checksum.rs"]);
+
+    // A size limit: bigger files are skipped with the reason, in JSON and in text.
+    let limit = 600;
+    let big: Vec<String> = ["src/auth.py", "src/checksum.rs"]
+        .into_iter()
+        .filter(|p| fs::metadata(ws.root().join(p)).unwrap().len() > limit)
+        .map(str::to_string)
+        .collect();
+    assert!(!big.is_empty(), "the fixture needs a file over {limit} bytes");
+    let limit = limit.to_string();
+    ws.ok(&["index", ".", "--include", "*.rs", "--include", "src/*.py", "--max-file-size", &limit]);
+    let skipped: Vec<Value> = String::from_utf8_lossy(&ws.ok(&["inspect", "--skipped", "--json"]).stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for path in &big {
+        let entry =
+            skipped.iter().find(|s| s["path"] == path.as_str()).unwrap_or_else(|| panic!("{path}: {skipped:?}"));
+        assert!(entry["reason"].as_str().unwrap().starts_with("too large"), "{entry}");
+        assert!(!indexed_paths(&ws).contains(path), "{path} is over the limit");
+    }
+    let text = String::from_utf8(ws.ok(&["inspect", "--skipped"]).stdout).unwrap();
+    assert!(text.lines().any(|l| l.starts_with(&format!("{}  too large", big[0]))), "{text}");
+    let files = String::from_utf8(ws.ok(&["inspect"]).stdout).unwrap();
+    for line in files.lines() {
+        let parts: Vec<&str> = line.split("  ").collect();
+        assert!(parts.len() == 3 && parts[2].ends_with(" chunks"), "path  language  N chunks: {line}");
+    }
+}
+
+#[test]
+fn index_dir_keeps_the_index_outside_the_tree() {
+    let ws = Workspace::polyglot();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let dir = elsewhere.path().join("idx");
+    let dir_arg = dir.to_str().unwrap();
+    let out = ws.ok(&["index", ".", "--index-dir", dir_arg]);
+    let summary = String::from_utf8_lossy(&out.stderr);
+    let last = summary.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("indexed ") && last.contains(": 8 files (8 changed, 0 removed, 0 skipped), "),
+        "{summary}"
+    );
+    assert!(last.contains(" embedded (") && last.contains(" reused from the index, "), "{last}");
+    assert!(!ws.root().join(".raggrep").exists(), "nothing written into the tree");
+    assert!(dir.join("CURRENT").is_file());
+
+    // Queries, status and inspect use the index dir, by flag or by environment (and write
+    // nothing into the tree, checked at the end: tests run as root, so a read-only mode would
+    // not stop a write).
+    let found = ws.query(&["--index-dir", dir_arg, "-k", "3", "check whether an API token is still valid"]);
+    let status: Value = serde_json::from_slice(&ws.ok(&["status", "--index-dir", dir_arg, "--json"]).stdout).unwrap();
+    let from_env = Command::new(env!("CARGO_BIN_EXE_raggrep"))
+        .args(["status", "--json", "--root"])
+        .arg(ws.root())
+        .env("RAGGREP_INDEX_DIR", &dir)
+        .current_dir(elsewhere.path())
+        .output()
+        .unwrap();
+    let inspect = Command::new(env!("CARGO_BIN_EXE_raggrep"))
+        .args(["inspect", "--json", "--index-dir", dir_arg, "--root"])
+        .arg(ws.root())
+        .current_dir(elsewhere.path())
+        .output()
+        .unwrap();
+    assert!(has_hit(&found, "src/auth.py", "validate_token"), "{:?}", hits(&found));
+    assert_eq!(status["files"], 8, "{status}");
+    assert!(from_env.status.success(), "{}", String::from_utf8_lossy(&from_env.stderr));
+    let from_env: Value = serde_json::from_slice(&from_env.stdout).unwrap();
+    assert_eq!(from_env["files"], 8, "{from_env}");
+    assert_eq!(String::from_utf8_lossy(&inspect.stdout).lines().count(), 8, "{inspect:?}");
+    assert!(!ws.root().join(".raggrep").exists());
+}
+
+#[test]
+fn status_reports_a_damaged_index_and_index_repairs_it() {
+    let ws = Workspace::polyglot();
+    ws.index();
+    for path in index_files(ws.root(), "manifest-") {
+        let bytes = fs::read(&path).unwrap();
+        fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+    }
+    let json: Value = serde_json::from_slice(&ws.ok(&["status", "--json"]).stdout).unwrap();
+    assert!(json["damaged"].as_str().is_some_and(|d| !d.is_empty()), "{json}");
+    assert!(json["fix"].as_str().unwrap().contains("raggrep index"), "{json}");
+    let text = String::from_utf8(ws.ok(&["status"]).stdout).unwrap();
+    assert!(text.contains("is damaged: ") && text.contains("`raggrep index` rebuilds it"), "{text}");
+    ws.index();
+    let json: Value = serde_json::from_slice(&ws.ok(&["status", "--json"]).stdout).unwrap();
+    assert_eq!(json["files"], 8, "{json}");
+}
+
+#[test]
+fn log_levels_and_runtime_settings_are_checked() {
+    let ws = Workspace::polyglot();
+    fs::write(ws.root().join("blob.dat"), b"\0\x01binary").unwrap();
+    let quiet = ws.ok(&["index", "."]);
+    assert!(!String::from_utf8_lossy(&quiet.stderr).contains("binary file"), "warn is the default level");
+    fs::remove_dir_all(ws.root().join(".raggrep")).unwrap();
+    let verbose = ws.ok(&["--log", "info", "index", "."]);
+    let stderr = String::from_utf8_lossy(&verbose.stderr);
+    assert!(
+        stderr.lines().any(|l| l.contains("INFO") && l.contains("blob.dat") && l.contains("binary file")),
+        "{stderr}"
+    );
+
+    let bad_log = ws.raggrep(&["--log", "verbose", "status"]);
+    let stderr = String::from_utf8_lossy(&bad_log.stderr);
+    assert_eq!(bad_log.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("verbose") && stderr.contains("error, warn, info"), "{stderr}");
+
+    let missing = ws.raggrep(&["--ort-dylib", "/no/such/libonnxruntime.so", "embed", "x"]);
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert_eq!(missing.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("/no/such/libonnxruntime.so") && stderr.contains("ORT_DYLIB_PATH"), "{stderr}");
+
+    let empty = tempfile::tempdir().unwrap();
+    let no_models = Command::new(env!("CARGO_BIN_EXE_raggrep"))
+        .args(["embed", "x"])
+        .env("RAGGREP_HOME", empty.path())
+        .env_remove("RAGGREP_MODEL_DIR")
+        .env_remove("RAGGREP_MODEL")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&no_models.stderr);
+    assert_eq!(no_models.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(&empty.path().display().to_string()) && stderr.contains("not found"), "{stderr}");
+}
+
+#[test]
+fn hooks_for_a_repository_named_by_path_in_json() {
+    let repo = Workspace::polyglot();
+    git(repo.root(), &["init", "-q", "-b", "main"]);
+    let elsewhere = Workspace::empty();
+    let path = repo.root().to_str().unwrap();
+    let installed = hook_actions(&elsewhere.ok(&["hook", "install", path, "--json"]));
+    assert_eq!(installed.len(), 3, "{installed:?}");
+    assert!(installed.iter().all(|(_, a)| a == "created"), "{installed:?}");
+    assert!(repo.root().join(".git/hooks/post-commit").is_file());
+    let removed = elsewhere.ok(&["hook", "uninstall", path, "--json"]);
+    for line in String::from_utf8_lossy(&removed.stdout).lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["action"], "deleted", "{v}");
+        assert!(v["path"].as_str().unwrap().starts_with(path), "{v}");
+    }
+    assert_eq!(hook_actions(&removed).len(), 3);
+    assert!(!repo.root().join(".git/hooks/post-commit").exists());
+}
+
+#[test]
+fn the_team_index_refuses_local_only_options() {
+    let ws = Workspace::empty();
+    let both = ws.raggrep(&["query", "--team", "--from", "postgres://127.0.0.1:9/x", "q"]);
+    assert_eq!(both.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&both.stderr).contains("--team"), "{both:?}");
+    let no_team = ws.raggrep(&["query", "--repo", "acme/*", "q"]);
+    assert_eq!(no_team.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&no_team.stderr).contains("--repo filters the team index"), "{no_team:?}");
+    for flag in [&["--lang", "rust"][..], &["--path", "src/**"], &["--min-score", "0.5"], &["--exact"]] {
+        let mut args = vec!["query", "--from", "postgres://127.0.0.1:9/x"];
+        args.extend_from_slice(flag);
+        args.push("q");
+        let out = ws.raggrep(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag:?}: {stderr}");
+        assert!(stderr.contains("local-only"), "{flag:?}: {stderr}");
+    }
+}

@@ -33,7 +33,7 @@ struct Cli {
     #[arg(long, global = true)]
     ort_dylib: Option<PathBuf>,
     /// Log level for stderr (error, warn, info, debug, trace).
-    #[arg(long, global = true, default_value = "warn", env = "RAGGREP_LOG")]
+    #[arg(long, global = true, default_value = "warn", env = "RAGGREP_LOG", value_parser = log_filter)]
     log: String,
     #[command(subcommand)]
     command: Command,
@@ -269,6 +269,18 @@ pub fn run() -> Entry {
             2
         }
     })
+}
+
+/// `--log`: a level, or tracing directives (`raggrep=debug,warn`). A bare word that is no level
+/// would be read as a target name and silence every log, so it is refused instead.
+fn log_filter(value: &str) -> Result<String, String> {
+    const LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
+    let directive_ok = |d: &str| d.contains('=') || LEVELS.contains(&d.trim().to_ascii_lowercase().as_str());
+    if value.split(',').all(directive_ok) && tracing_subscriber::EnvFilter::try_new(value).is_ok() {
+        Ok(value.to_string())
+    } else {
+        Err(format!("expected a level ({}) or target=level directives", LEVELS.join(", ")))
+    }
 }
 
 fn init_logging(level: &str) {
