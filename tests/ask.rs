@@ -289,3 +289,49 @@ fn llm_settings_come_from_flags_then_environment_then_workspace_then_user_config
     // --prompt needs no LLM, so no LLM settings either.
     assert!(ws.run(&[], &["ask", "--prompt", "how?"]).status.success());
 }
+
+/// A loopback endpoint that records the body of each request and answers 500: what raggrep
+/// sends, without an LLM.
+fn recording_url() -> (String, std::sync::mpsc::Receiver<String>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let (tx, bodies) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().map_while(Result::ok) {
+            let mut reader = BufReader::new(stream);
+            let mut length = 0;
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line != "\r\n" {
+                if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+                line.clear();
+            }
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            let _ = tx.send(String::from_utf8_lossy(&body).into_owned());
+            let mut stream = reader.into_inner();
+            let _ = stream
+                .write_all(b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 2\r\nConnection: close\r\n\r\nno");
+        }
+    });
+    (url, bodies)
+}
+
+#[test]
+fn the_model_to_ask_for_comes_from_the_flag_then_the_environment() {
+    let ws = Workspace::polyglot();
+    let (url, bodies) = recording_url();
+    let asked_for = |env: &[(&str, &str)], extra: &[&str]| -> String {
+        let mut args = vec!["ask", "how are tokens validated?", "--llm-url", &url, "--llm-timeout", "5"];
+        args.extend_from_slice(extra);
+        let out = ws.run(env, &args);
+        assert_eq!(out.status.code(), Some(2), "the endpoint answers 500: {}", stderr(&out));
+        let body = bodies.recv_timeout(std::time::Duration::from_secs(60)).expect("no request reached the endpoint");
+        let request: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+        request["model"].as_str().unwrap_or_default().to_string()
+    };
+    assert_eq!(asked_for(&[("RAGGREP_LLM_MODEL", "from-env")], &[]), "from-env");
+    assert_eq!(asked_for(&[("RAGGREP_LLM_MODEL", "from-env")], &["--llm-model", "from-flag"]), "from-flag");
+}

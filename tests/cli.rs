@@ -307,6 +307,16 @@ fn rerank_without_a_reranker_or_outside_hybrid_mode_says_why() {
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(stderr.contains("no reranker is installed") && stderr.contains("bootstrap"), "{stderr}");
     assert!(out.stdout.is_empty(), "nothing half-answered on stdout");
+    // The same directory through the environment.
+    let by_env = Command::new(env!("CARGO_BIN_EXE_raggrep"))
+        .args(["query", "--rerank", "multiply two matrices"])
+        .env("RAGGREP_MODEL_DIR", model)
+        .env_remove("RAGGREP_MODEL")
+        .current_dir(ws.root())
+        .output()
+        .unwrap();
+    assert_eq!(by_env.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&by_env.stderr).contains("no reranker is installed"), "{by_env:?}");
 }
 
 #[test]
@@ -664,6 +674,11 @@ fn embed_shows_which_network_embeds_queries() {
     let as_document =
         String::from_utf8(ws.ok(&["embed", "--document", "where do we validate API tokens"]).stdout).unwrap();
     assert_ne!(first(&query), first(&as_document), "the query and document networks differ");
+    // Another installed model by name: the plain fp32 MiniLM.
+    let fp32 =
+        String::from_utf8(ws.ok(&["--model", "all-minilm-l6-v2-fp32", "embed", "--document", "x"]).stdout).unwrap();
+    assert!(fp32.contains("model: all-minilm-l6-v2-fp32") && fp32.contains("dim: 384\n"), "{fp32}");
+    assert_ne!(first(&fp32), first(&as_document), "{fp32}");
 }
 
 #[test]
@@ -1170,6 +1185,15 @@ fn log_levels_and_runtime_settings_are_checked() {
         stderr.lines().any(|l| l.contains("INFO") && l.contains("blob.dat") && l.contains("binary file")),
         "{stderr}"
     );
+    // RAGGREP_LOG, the environment's way (how MCP hosts set it), says the same.
+    fs::remove_dir_all(ws.root().join(".raggrep")).unwrap();
+    let by_env = Command::new(env!("CARGO_BIN_EXE_raggrep"))
+        .args(["index", "."])
+        .env("RAGGREP_LOG", "info")
+        .current_dir(ws.root())
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&by_env.stderr).contains("binary file"), "{by_env:?}");
 
     let bad_log = ws.raggrep(&["--log", "verbose", "status"]);
     let stderr = String::from_utf8_lossy(&bad_log.stderr);
@@ -1233,4 +1257,31 @@ fn the_team_index_refuses_local_only_options() {
         assert_eq!(out.status.code(), Some(2), "{flag:?}: {stderr}");
         assert!(stderr.contains("local-only"), "{flag:?}: {stderr}");
     }
+}
+
+#[test]
+fn watch_keeps_several_roots_fresh() {
+    let first = Workspace::polyglot();
+    let second = Workspace::empty();
+    second.write("ledger.py", "def settle_invoice(invoice):\n    return invoice.total\n");
+    let second_path = second.root().to_str().unwrap();
+    let watch = Watching::start(&first, &["--json", ".", second_path]);
+    let watching = watch.next_event();
+    assert_eq!(watching["event"], "watching", "{watching}");
+    assert_eq!(watching["roots"].as_array().map(Vec::len), Some(2), "{watching}");
+    let mut first_updates: Vec<String> = Vec::new();
+    while first_updates.len() < 2 {
+        let update = watch.next_event();
+        assert_eq!(update["event"], "updated", "{update}");
+        first_updates.push(update["root"].as_str().unwrap().to_string());
+    }
+    first_updates.sort();
+    assert!(first_updates.iter().any(|r| r == second_path), "{first_updates:?}");
+
+    second.write("refunds.py", "def refund_quokka_order(order):\n    return -order.total\n");
+    let update = watch.next_event();
+    assert_eq!(update["root"], second_path, "{update}");
+    assert_eq!(update["changed_files"], 1, "{update}");
+    let found = second.query(&["--mode", "lexical", "-k", "1", "refund_quokka_order"]);
+    assert!(has_hit(&found, "refunds.py", "refund_quokka_order"), "{:?}", hits(&found));
 }

@@ -84,3 +84,47 @@ fn mcp_over_stdio() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// Searches (lexical, so the answer comes as soon as the files are chunked) until `path` is
+/// among the hits; returns that hit.
+fn wait_for_hit(session: &mut Session, query: &str, path: &str) -> serde_json::Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let result = session.structured("search", json!({ "query": query, "mode": "lexical", "k": 5 }));
+        let hits = result["results"].as_array().cloned().unwrap_or_default();
+        if let Some(hit) = hits.into_iter().find(|h| h["location"].as_str().unwrap_or_default().starts_with(path)) {
+            return hit;
+        }
+        assert!(Instant::now() < deadline, "{query}: {path} never found: {result}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn mcp_serves_several_roots_or_the_current_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = dir.path().join("polyglot");
+    fixture::copy_dir(Path::new(FIXTURE), &first);
+    let second = dir.path().join("billing");
+    std::fs::create_dir_all(&second).unwrap();
+    std::fs::write(second.join("ledger.py"), "def settle_quokka_invoice(invoice):\n    return invoice.total\n")
+        .unwrap();
+
+    let mut both = Session::start_in(env!("CARGO_BIN_EXE_raggrep"), &[&first, &second], None);
+    both.initialize();
+    let theirs = wait_for_hit(&mut both, "settle_quokka_invoice", "ledger.py:");
+    let ours = wait_for_hit(&mut both, "validate_token", "src/auth.py:");
+    // With several roots every hit names its root.
+    assert!(theirs["root"].as_str().unwrap().ends_with("billing"), "{theirs}");
+    assert!(ours["root"].as_str().unwrap().ends_with("polyglot"), "{ours}");
+    let status = both.structured("status", json!({}));
+    assert_eq!(status["roots"].as_array().map(Vec::len), Some(2), "{status}");
+    both.close();
+
+    // No roots: the current directory, and hits carry no root field.
+    let mut here = Session::start_in(env!("CARGO_BIN_EXE_raggrep"), &[], Some(&second));
+    here.initialize();
+    let hit = wait_for_hit(&mut here, "settle_quokka_invoice", "ledger.py:");
+    assert!(hit.get("root").is_none_or(|r| r.is_null()), "{hit}");
+    here.close();
+}

@@ -20,14 +20,17 @@ pub struct Session {
 
 impl Session {
     pub fn start(binary: &str, root: &Path) -> Session {
-        let mut child = Command::new(binary)
-            .arg("mcp")
-            .arg(root)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
+        Session::start_in(binary, &[root], None)
+    }
+
+    /// `raggrep mcp ROOTS…`, run in `cwd` (where `raggrep mcp` with no roots serves).
+    pub fn start_in(binary: &str, roots: &[&Path], cwd: Option<&Path>) -> Session {
+        let mut command = Command::new(binary);
+        command.arg("mcp").args(roots);
+        if let Some(cwd) = cwd {
+            command.current_dir(cwd);
+        }
+        let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap();
         let stdout = child.stdout.take().unwrap();
         let (tx, lines) = channel();
         std::thread::spawn(move || {
