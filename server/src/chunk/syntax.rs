@@ -84,13 +84,32 @@ fn parse_file(text: &str, language: Language, grammar: tree_sitter::Language) ->
         }
     }
     let named = |trees: &[tree_sitter::Tree]| {
-        let mut out = Vec::new();
-        for t in trees {
-            collect_definitions(t.root_node(), language, text, &Scope::default(), &mut out);
-        }
-        out.len()
+        trees.iter().map(|t| count_definitions(t.root_node(), language, text)).sum::<usize>()
     };
     if named(&segments) > named(std::slice::from_ref(&tree)) { Some(segments) } else { Some(vec![tree]) }
+}
+
+/// Named definitions anywhere under `node`, also inside statements the chunker looks into only
+/// when they are big (the methods of `const api = { … }`): the measure of which parse of a file
+/// with errors serves it better. An outline ([`collect_definitions`]) stops at such statements.
+fn count_definitions(node: Node<'_>, language: Language, text: &str) -> usize {
+    let mut count = 0;
+    let mut cursor = node.walk();
+    'walk: loop {
+        let current = cursor.node();
+        if let Role::Definition(Def { name: Some(_), .. }) = classify(language, current, text) {
+            count += 1;
+        }
+        if cursor.goto_first_child() {
+            continue;
+        }
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() {
+                break 'walk;
+            }
+        }
+    }
+    count
 }
 
 /// tree-sitter's position of byte `offset`: 0-based row, byte column.

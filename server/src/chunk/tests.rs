@@ -607,6 +607,29 @@ export function isAction(thing: any) {
     assert_eq!(outline, ["IActionFactory", "createActionFactory", "runInAction", "isAction"]);
 }
 
+/// The same error before an object literal of methods (mobx's `observableFactories`): the
+/// methods are only found inside the big `const`, which an outline does not look into; the
+/// segments must still win, so each method is a chunk of its own.
+#[test]
+fn methods_of_an_object_after_a_swallowing_error_are_chunks() {
+    let mut text = String::from(
+        "export interface IFactory {\n    <T = any>(value: T[], options?: Options): Items<T>\n    <T extends object>(\n        value: T,\n        options?: Options\n    ): T\n\n    box: IBoxFactory\n}\n\nconst factories: IFactory = {\n",
+    );
+    for name in ["box", "array", "map", "set", "object"] {
+        text.push_str(&format!("    {name}<T = any>(value: T, options?: Options): Result<T> {{\n"));
+        for i in 0..6 {
+            text.push_str(&format!("        const step{i} = normalise(options, value, {i}, \"{name} step {i}\")\n"));
+        }
+        text.push_str("        return finish(step0, step5)\n    },\n");
+    }
+    text.push_str("} as any\n");
+    let chunks = chunk_file("x.ts", &text, Language::TypeScript, &ChunkConfig::default());
+    check_invariants(&text, &chunks);
+    let methods: Vec<&str> =
+        chunks.iter().filter(|c| c.kind == ChunkKind::Method).filter_map(|c| c.symbol.as_deref()).collect();
+    assert_eq!(methods, ["box", "array", "map", "set", "object"], "{chunks:#?}");
+}
+
 /// A file whose error tree-sitter recovers from locally keeps its one parse, and a file with no
 /// declaration keyword at column 0 is never split.
 #[test]
