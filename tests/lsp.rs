@@ -340,3 +340,112 @@ fn indexing_runs_below_the_editor_with_the_threads_it_is_given() {
     assert!(threads.iter().any(|(name, _)| name == "raggrep-indexer"), "{threads:?}");
     assert_eq!(client.shutdown_and_exit(), 0);
 }
+
+fn initialize(client: &mut Client, root: &Path, options: Value) {
+    client.request(
+        "initialize",
+        json!({"processId": null, "rootUri": uri(root), "workspaceFolders": [{"uri": uri(root), "name": "root"}],
+               "capabilities": {}, "initializationOptions": options}),
+    );
+    client.notify("initialized", json!({}));
+}
+
+fn hit_paths(search: &Value) -> Vec<String> {
+    search["results"].as_array().unwrap().iter().map(|h| h["path"].as_str().unwrap().to_string()).collect()
+}
+
+/// The settings and arguments the end-to-end test leaves alone: `include`/`exclude`,
+/// `defaultK`, search filters, a folder removed, `toggle {enabled}` and `logLevel`.
+#[test]
+fn settings_filters_folders_and_log_levels() {
+    let (_dir, alpha, beta) = setup();
+    let mut client = Client::start(env!("CARGO_BIN_EXE_raggrep"), &alpha);
+    initialize(&mut client, &alpha, json!({"exclude": ["lib/**"], "defaultK": 2}));
+    client.wait_index_updated(&alpha);
+    let status = client.command("raggrep.status", json!({}));
+    assert_eq!(status["files"], 5, "lib/ holds 3 of the 8 files: {status}");
+    let search = client.command("raggrep.search", json!({"query": "multiply two matrices"}));
+    let paths = hit_paths(&search);
+    assert!(!paths.is_empty() && paths.len() <= 2, "defaultK 2: {paths:?}");
+    assert!(paths.iter().all(|p| !p.starts_with("lib/")), "{paths:?}");
+
+    let python = client.command("raggrep.search", json!({"query": "check a token", "k": 5, "lang": "python"}));
+    let paths = hit_paths(&python);
+    assert!(!paths.is_empty() && paths.iter().all(|p| p.ends_with(".py")), "{paths:?}");
+    let web = client.command("raggrep.search", json!({"query": "check a token", "k": 5, "path": "web/**"}));
+    let paths = hit_paths(&web);
+    assert!(!paths.is_empty() && paths.iter().all(|p| p.starts_with("web/")), "{paths:?}");
+
+    // A folder added and removed again: its hits name their root, then are gone.
+    let folder = json!([{"uri": uri(&beta), "name": "beta"}]);
+    client.notify("workspace/didChangeWorkspaceFolders", json!({"event": {"added": folder, "removed": []}}));
+    client.wait_index_updated(&beta);
+    let globe = json!({"query": "distance between two points on the globe", "k": 3});
+    let found = client.command("raggrep.search", globe.clone());
+    assert_eq!(found["results"][0]["symbol"], "Haversine", "{found}");
+    assert!(found["results"][0]["root"].as_str().unwrap().ends_with("/beta"), "{found}");
+    client.notify("workspace/didChangeWorkspaceFolders", json!({"event": {"added": [], "removed": folder}}));
+    let mut status = client.command("raggrep.status", json!({}));
+    for _ in 0..50 {
+        if status["roots"].as_array().unwrap().len() == 1 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        status = client.command("raggrep.status", json!({}));
+    }
+    assert_eq!(status["roots"].as_array().unwrap().len(), 1, "{status}");
+    let gone = client.command("raggrep.search", globe);
+    assert!(gone["results"].as_array().unwrap().iter().all(|h| h["symbol"] != "Haversine"), "{gone}");
+
+    // toggle with an explicit state is idempotent (without one it flips).
+    for _ in 0..2 {
+        let off = client.command("raggrep.toggle", json!({"enabled": false}));
+        assert_eq!(off["roots"][0]["enabled"], false, "{off}");
+    }
+    let status = client.command("raggrep.status", json!({}));
+    assert!(status["reason"].as_str().is_some_and(|r| r.contains("turned off")), "{status}");
+    let on = client.command("raggrep.toggle", json!({"enabled": true}));
+    assert_eq!(on["roots"][0]["enabled"], true, "{on}");
+
+    // logLevel: at `error` a warning is not sent to the client; at `info` it is; a level that
+    // does not exist is said so.
+    let settings = |level: &str, key: &str| json!({"settings": {"raggrep": {"logLevel": level, key: 1}}});
+    let logged = |m: &Value, text: &str| {
+        m["method"] == "window/logMessage" && m["params"]["message"].as_str().is_some_and(|s| s.contains(text))
+    };
+    client.notify("workspace/didChangeConfiguration", settings("error", "quietKey"));
+    client.notify("workspace/didChangeConfiguration", settings("info", "loudKey"));
+    client.wait_for("the loud warning", |m| logged(m, "loudKey"));
+    assert!(!client.notifications.iter().any(|m| logged(m, "quietKey")), "sent at logLevel error");
+    client.notify("workspace/didChangeConfiguration", json!({"settings": {"logLevel": "verbose"}}));
+    let said = client.wait_for("the unknown level", |m| logged(m, "logLevel \"verbose\""));
+    assert_eq!(said["params"]["type"], 2, "{said}");
+    assert_eq!(client.shutdown_and_exit(), 0);
+}
+
+/// `enabled: false` indexes nothing (and says why); `modelDir` chooses the model by name.
+#[test]
+fn enabled_and_model_dir_settings() {
+    let (_dir, alpha, _beta) = setup();
+    let mut client = Client::start(env!("CARGO_BIN_EXE_raggrep"), &alpha);
+    initialize(&mut client, &alpha, json!({"enabled": false}));
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    let mut status = Value::Null;
+    while std::time::Instant::now() < until {
+        status = client.command("raggrep.status", json!({}));
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert!(!client.notifications.iter().any(|n| n["method"] == "raggrep/indexUpdated"), "indexed while disabled");
+    assert!(status["reason"].as_str().is_some_and(|r| r.contains("turned off")), "{status}");
+    assert!(!alpha.join(".raggrep/CURRENT").exists());
+    assert_eq!(client.shutdown_and_exit(), 0);
+
+    let mut client = Client::start(env!("CARGO_BIN_EXE_raggrep"), &alpha);
+    initialize(&mut client, &alpha, json!({"modelDir": "all-minilm-l6-v2-int8"}));
+    client.wait_index_updated(&alpha);
+    let status = client.command("raggrep.status", json!({}));
+    assert_eq!(status["model"], "all-minilm-l6-v2-int8", "{status}");
+    let search = client.command("raggrep.search", json!({"query": "multiply two matrices", "k": 3}));
+    assert_eq!(search["results"][0]["symbol"], "matmul", "{search}");
+    assert_eq!(client.shutdown_and_exit(), 0);
+}

@@ -304,6 +304,10 @@ impl Scope {
     }
 }
 
+/// Status `reason` of a root that is not indexed (a setting, the consent answer, its config or
+/// `raggrep.toggle`).
+const TURNED_OFF: &str = "indexing is turned off for this workspace";
+
 /// A live multi-root workspace.
 pub struct Workspace {
     embedder: Arc<dyn Embedder>,
@@ -459,7 +463,11 @@ impl Workspace {
         let root = Arc::new(Root {
             location: location.clone(),
             snapshot: RwLock::new(snapshot),
-            state: Mutex::new(RootState { enabled: index, ..RootState::default() }),
+            state: Mutex::new(RootState {
+                enabled: index,
+                reason: (!index).then(|| TURNED_OFF.to_string()),
+                ..RootState::default()
+            }),
             indexed_buffers: AtomicBool::new(false),
         });
         if let Ok(mut roots) = self.roots.write() {
@@ -490,7 +498,7 @@ impl Workspace {
         audit::record(&root.location.dir, self.door.get(), "toggle", 0.0, serde_json::json!({ "enabled": enabled }));
         if let Ok(mut state) = root.state.lock() {
             state.enabled = enabled;
-            state.reason = (!enabled).then(|| "indexing is turned off for this workspace".to_string());
+            state.reason = (!enabled).then(|| TURNED_OFF.to_string());
         }
         if enabled {
             self.schedule(&root.location.root);

@@ -38,18 +38,21 @@ impl LogSink {
         }
     }
 
-    /// Sets the level forwarded to the client (`error`, `warn`, `info`, `debug`).
-    pub fn set_level(&self, name: &str) {
-        let level = match name {
-            "error" => Level::ERROR,
-            "warn" | "warning" => Level::WARN,
-            "debug" => Level::DEBUG,
-            "trace" => Level::TRACE,
-            _ => Level::INFO,
+    /// Sets the level forwarded to the client (`error`, `warn`, `info`, `debug`, `trace`); a
+    /// name that is none of them means `info`, and `false` is returned so the caller can say so.
+    pub fn set_level(&self, name: &str) -> bool {
+        let (level, known) = match name {
+            "error" => (Level::ERROR, true),
+            "warn" | "warning" => (Level::WARN, true),
+            "info" => (Level::INFO, true),
+            "debug" => (Level::DEBUG, true),
+            "trace" => (Level::TRACE, true),
+            _ => (Level::INFO, false),
         };
         if let Ok(mut current) = self.level.lock() {
             *current = level;
         }
+        known
     }
 
     fn write_file(&self, line: &str) {

@@ -268,7 +268,12 @@ impl Backend {
             Ok(parsed) => settings = parsed,
             Err(err) => tracing::warn!("ignoring invalid settings: {err}"),
         }
-        self.log.set_level(&settings.log_level);
+        if !self.log.set_level(&settings.log_level) {
+            tracing::warn!(
+                "logLevel {:?} is not a level (error, warn, info, debug, trace); using info",
+                settings.log_level
+            );
+        }
         if let Some(workspace) = self.state.workspace.get() {
             workspace.set_settings(settings.clone());
         }
