@@ -110,7 +110,13 @@ fn mcp_serves_several_roots_or_the_current_directory() {
     std::fs::write(second.join("ledger.py"), "def settle_quokka_invoice(invoice):\n    return invoice.total\n")
         .unwrap();
 
-    let mut both = Session::start_in(env!("CARGO_BIN_EXE_raggrep"), &[&first, &second], None);
+    // A third root whose config turns indexing off.
+    let off = dir.path().join("archive");
+    std::fs::create_dir_all(off.join(".raggrep")).unwrap();
+    std::fs::write(off.join(".raggrep/config.toml"), "enabled = false\n").unwrap();
+    std::fs::write(off.join("old.py"), "def settle_quokka_invoice_the_old_way(invoice):\n    return 0\n").unwrap();
+
+    let mut both = Session::start_in(env!("CARGO_BIN_EXE_raggrep"), &[&first, &second, &off], None);
     both.initialize();
     let theirs = wait_for_hit(&mut both, "settle_quokka_invoice", "ledger.py:");
     let ours = wait_for_hit(&mut both, "validate_token", "src/auth.py:");
@@ -118,7 +124,35 @@ fn mcp_serves_several_roots_or_the_current_directory() {
     assert!(theirs["root"].as_str().unwrap().ends_with("billing"), "{theirs}");
     assert!(ours["root"].as_str().unwrap().ends_with("polyglot"), "{ours}");
     let status = both.structured("status", json!({}));
-    assert_eq!(status["roots"].as_array().map(Vec::len), Some(2), "{status}");
+    assert_eq!(status["roots"].as_array().map(Vec::len), Some(3), "{status}");
+    let archive = &status["roots"][2];
+    assert!(archive["reason"].as_str().is_some_and(|r| r.contains("turned off")), "{status}");
+    let lexical = both.structured("search", json!({ "query": "settle_quokka_invoice_the_old_way", "mode": "lexical" }));
+    let paths: Vec<&str> =
+        lexical["results"].as_array().unwrap().iter().filter_map(|h| h["location"].as_str()).collect();
+    assert!(!paths.iter().any(|p| p.starts_with("old.py")), "a root turned off is not searched: {paths:?}");
+
+    // Dense mode once the vectors are in; every answer says how long it took.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let dense =
+            both.structured("search", json!({ "query": "how are API tokens validated", "mode": "dense", "k": 3 }));
+        assert!(dense["took_ms"].as_f64().is_some_and(|t| t >= 0.0), "{dense}");
+        let first = dense["results"][0]["location"].as_str().unwrap_or_default().to_string();
+        if first.starts_with("src/auth.py:") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "dense search never found validate_token: {dense}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    // find_similar keeps to its token budget and says what it left out.
+    let similar = both.structured(
+        "find_similar",
+        json!({ "code": "def check(token):\n    return token in TOKENS\n", "k": 10, "max_tokens": 60 }),
+    );
+    assert!(similar["tokens"].as_u64().is_some_and(|t| t <= 60), "{similar}");
+    assert!(similar["omitted"].as_u64().is_some_and(|o| o > 0), "{similar}");
+    assert_eq!(similar["source"]["location"], "snippet", "{similar}");
     both.close();
 
     // No roots: the current directory, and hits carry no root field.
