@@ -144,6 +144,15 @@ async def http_checks(binary, root):
             server.kill()
             code = "hung"
         check("http: SIGTERM ends the server cleanly", code == 0, f"exit {code}")
+    # Ctrl-C in the terminal that started it: SIGINT ends it cleanly too.
+    server, url = start_http(binary, root)
+    server.send_signal(signal.SIGINT)
+    try:
+        code = server.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        code = "hung"
+    check("http: SIGINT (Ctrl-C) ends the server cleanly", code == 0, f"exit {code}")
     outside = subprocess.run([binary, "mcp", "--http", "0.0.0.0:0", root], capture_output=True, text=True, timeout=60)
     check("http: non-loopback address refused", outside.returncode == 2 and "loopback" in outside.stderr,
           f"exit {outside.returncode}: {outside.stderr[-300:]}")
