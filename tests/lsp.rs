@@ -265,6 +265,8 @@ fn indexing_pauses_and_resumes_on_command() {
         client.notifications
     );
     assert!(status["reason"].as_str().is_some_and(|r| r.contains("paused")), "{status:#}");
+    let early = client.command("raggrep.search", json!({"query": "check whether an API token is valid", "k": 3}));
+    assert_eq!(early["partial"], true, "nothing is indexed yet: {early:#}");
 
     assert_eq!(client.command("raggrep.resume", json!({})), json!({"paused": false}));
     let updated = client.wait_index_updated(&alpha);
@@ -273,6 +275,8 @@ fn indexing_pauses_and_resumes_on_command() {
     assert!(status["reason"].is_null(), "{status:#}");
     let results = client.command("raggrep.search", json!({"query": "check whether an API token is valid", "k": 3}));
     assert!(!results["results"].as_array().unwrap().is_empty(), "{results:#}");
+    assert!(results["results"].as_array().unwrap().len() <= 3, "{results:#}");
+    assert_eq!(results["partial"], false, "{results:#}");
     assert_eq!(client.shutdown_and_exit(), 0);
 }
 
@@ -375,6 +379,15 @@ fn settings_filters_folders_and_log_levels() {
     let web = client.command("raggrep.search", json!({"query": "check a token", "k": 5, "path": "web/**"}));
     let paths = hit_paths(&web);
     assert!(!paths.is_empty() && paths.iter().all(|p| p.starts_with("web/")), "{paths:?}");
+
+    // A file written by another program (a git checkout, a formatter) reaches the index through
+    // the client's watched-file event alone; the server has no watcher of its own.
+    let refund = alpha.join("src/refund.py");
+    fs::write(&refund, "def refund_quokka_order(order):\n    return -order.total\n").unwrap();
+    client.notify("workspace/didChangeWatchedFiles", json!({"changes": [{"uri": uri(&refund), "type": 1}]}));
+    client.wait_index_updated(&alpha);
+    let found = client.command("raggrep.search", json!({"query": "refund_quokka_order", "mode": "lexical", "k": 1}));
+    assert_eq!(found["results"][0]["symbol"], "refund_quokka_order", "{found}");
 
     // A folder added and removed again: its hits name their root, then are gone.
     let folder = json!([{"uri": uri(&beta), "name": "beta"}]);

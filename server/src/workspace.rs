@@ -266,6 +266,17 @@ struct Root {
     indexed_buffers: AtomicBool,
 }
 
+impl Root {
+    /// Answers leave part of this root out: its index is being built or updated, holds chunks
+    /// not embedded yet, or has never been published (the first update has not run: paused,
+    /// queued or failed). A root turned off is not partial: it is not meant to be searched.
+    fn is_partial(&self) -> bool {
+        let (enabled, indexing) = self.state.lock().map(|s| (s.enabled, s.indexing)).unwrap_or((false, false));
+        let snapshot = self.snapshot.read().ok().and_then(|s| s.clone());
+        indexing || snapshot.as_ref().map_or(enabled, |s| s.is_partial())
+    }
+}
+
 #[derive(Default)]
 struct RootState {
     enabled: bool,
@@ -687,8 +698,7 @@ impl Workspace {
 
     /// True while some root is still being embedded.
     pub fn is_partial(&self) -> bool {
-        self.snapshots().iter().any(|(_, s)| s.is_partial())
-            || self.roots.read().map(|r| r.iter().any(|x| x.state.lock().is_ok_and(|s| s.indexing))).unwrap_or(false)
+        self.roots.read().is_ok_and(|roots| roots.iter().any(|root| root.is_partial()))
     }
 
     /// Chunks similar to the code at `path` lines `start..=end` (1-based), excluding that code.
@@ -795,6 +805,8 @@ impl Workspace {
             .iter()
             .map(|root| {
                 let snapshot = root.snapshot.read().ok().and_then(|s| s.clone());
+                // Before `state` is locked below: it locks it too.
+                let partial = root.is_partial();
                 let state = root.state.lock();
                 let (enabled, indexing, last_error, reason) = match &state {
                     Ok(s) => (s.enabled, s.indexing, s.last_error.clone(), s.reason.clone()),
@@ -807,7 +819,7 @@ impl Workspace {
                     root: root.location.root.display().to_string(),
                     enabled,
                     indexing,
-                    partial: snapshot.as_ref().is_some_and(|s| s.is_partial()) || indexing,
+                    partial,
                     last_error,
                     memory_level: level,
                     reason: if paused {
