@@ -412,6 +412,22 @@ local ok_run, err_run = xpcall(function()
   check('after :RaggrepResume the status no longer says paused', resumed_answered and #paused_reasons(resumed_status) == 0
     and not resumed_summary:find('paused', 1, true) and (resumed_status.chunks or 0) > 0, vim.inspect(resumed_status) .. '\n' .. resumed_summary)
 
+  -- :RaggrepToggle! turns indexing of the workspace off (the status says so), :RaggrepToggle
+  -- turns it back on.
+  local function said_since(before, text)
+    return table.concat(vim.list_slice(notes, before + 1), '\n'):find(text, 1, true) ~= nil
+  end
+  notes_before = #notes
+  vim.cmd('RaggrepToggle!')
+  check(':RaggrepToggle! says indexing is off', wait(10000, function() return said_since(notes_before, ': indexing off') end),
+    vim.inspect(vim.list_slice(notes, notes_before + 1)))
+  local _, off_summary = status_now()
+  check('while off, :RaggrepStatus says indexing is turned off', off_summary:find('turned off', 1, true) ~= nil, off_summary)
+  notes_before = #notes
+  vim.cmd('RaggrepToggle')
+  check(':RaggrepToggle turns it back on', wait(10000, function() return said_since(notes_before, ': indexing on') end),
+    vim.inspect(vim.list_slice(notes, notes_before + 1)))
+
   -- :RaggrepReindex
   notes_before = #notes
   vim.cmd('RaggrepReindex')
