@@ -199,6 +199,13 @@ check "the next search answers at once with the same error, retrying later" \
 detail="$(tail -n 5 "$outputs/l4.err"; cat "$outputs/l4.jsonl")"
 check "team = true with nothing configured: local results, and an error saying how to configure it" \
   json "$(answer l4 1)" 'd["results"] and "RAGGREP_TEAM_URL" in d["team"]["error"]'
+# The search's `lang` and `path` filters apply to the team's hits too.
+lsp_search l6 "{\"team\": \"$reader_url\"}" '{"query": "sum the amounts of an account", "k": 5, "lang": "go"}' \
+  '{"query": "sum the amounts of an account", "k": 5, "lang": "python"}' '{"query": "sum the amounts of an account", "k": 5, "path": "docs/**"}'
+detail="$(tail -n 5 "$outputs/l6.err"; cat "$outputs/l6.jsonl")"
+check "team hits obey lang: go keeps the ledger's Balance" json "$(answer l6 1)" 'd["team"]["results"][0]["symbol"] == "Balance"'
+check "team hits obey lang: python leaves out the ledger's Go" json "$(answer l6 2)" 'all(h["language"] == "python" for h in d["team"]["results"]) and all(h["language"] == "python" for h in d["results"])'
+check "team hits obey path" json "$(answer l6 3)" 'd["results"] and all(h["path"].startswith("docs/") for h in d["team"]["results"] + d["results"])'
 lsp_search l5 '{}' "sum the amounts of an account"
 detail="$(cat "$outputs/l5.jsonl")"
 check "without the setting there is no team section" json "$(answer l5 1)" 'd["results"] and "team" not in d'

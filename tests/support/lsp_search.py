@@ -4,6 +4,7 @@ each answer as one JSON line. The server inherits this process's environment; it
 STDERR_FILE (tests check it, e.g. for passwords).
 
 Usage: lsp_search.py BIN ROOT SETTINGS STDERR_FILE QUERY…
+A QUERY that starts with `{` is the command's whole argument object (e.g. with `lang`, `path`).
 Used by tests/pg/run.sh (the team setting) and tests/install/run.sh (the bundle's server)."""
 import json
 import os
@@ -55,7 +56,8 @@ send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
 wait(lambda m: m.get("method") == "raggrep/indexUpdated")
 for n, query in enumerate(queries, start=2):
     send({"jsonrpc": "2.0", "id": n, "method": "workspace/executeCommand",
-          "params": {"command": "raggrep.search", "arguments": [{"query": query, "k": 5}]}})
+          "params": {"command": "raggrep.search",
+                     "arguments": [json.loads(query) if query.startswith("{") else {"query": query, "k": 5}]}})
     answer = wait(lambda m: m.get("id") == n)
     if "error" in answer:
         raise SystemExit("raggrep.search failed: %s" % answer["error"])
