@@ -127,6 +127,11 @@ fn language_server_end_to_end() {
             && hit["end_line"].as_u64().unwrap() >= 4;
         assert!(!overlaps_source, "source returned as similar: {hit}");
     }
+    let two = client.command(
+        "raggrep.findSimilar",
+        json!({"uri": uri(&unique), "range": {"start": {"line": 3, "character": 0}, "end": {"line": 13, "character": 0}}, "k": 2}),
+    );
+    assert!(!two["results"].as_array().unwrap().is_empty() && two["results"].as_array().unwrap().len() <= 2, "{two}");
     let source = &similar["source"]["range"];
     assert!(
         source["start"]["line"].as_u64().unwrap() <= 3 && source["end"]["line"].as_u64().unwrap() >= 12,
@@ -176,11 +181,13 @@ fn language_server_end_to_end() {
     assert_eq!(small["no_confident_match"], false, "{small}");
     let first_source = small["sources"][0].as_str().unwrap().to_string();
     assert!(small["text"].as_str().unwrap().starts_with(&first_source), "{small}");
+    assert!(small["confidence"].as_f64().is_some_and(|c| (0.0..=1.0).contains(&c)), "{small}");
     let large = client.command("raggrep.context", json!({"query": "how are API tokens validated", "maxTokens": 3000}));
     assert!(large["sources"].as_array().unwrap().len() > small["sources"].as_array().unwrap().len());
 
     // raggrep.search returns the CLI's hit objects (plus uri/range).
     let search = client.command("raggrep.search", json!({"query": "multiply two matrices", "k": 3, "mode": "hybrid"}));
+    assert!(search["results"].as_array().unwrap().len() <= 3, "{search}");
     assert_eq!(search["results"][0]["symbol"], "matmul");
     assert_eq!(search["results"][0]["path"], "lib/matrix.c");
     assert!(search["results"][0]["uri"].as_str().unwrap().starts_with("file://"));
@@ -436,10 +443,11 @@ fn settings_filters_folders_and_log_levels() {
     assert_eq!(client.shutdown_and_exit(), 0);
 }
 
-/// `enabled: false` indexes nothing (and says why); `modelDir` chooses the model by name.
+/// `enabled: false` indexes nothing (and says why); `modelDir` chooses the model by name;
+/// `memoryBudgetMb` stops adding files and says so.
 #[test]
-fn enabled_and_model_dir_settings() {
-    let (_dir, alpha, _beta) = setup();
+fn enabled_model_dir_and_memory_budget_settings() {
+    let (dir, alpha, _beta) = setup();
     let mut client = Client::start(env!("CARGO_BIN_EXE_raggrep"), &alpha);
     initialize(&mut client, &alpha, json!({"enabled": false}));
     let until = std::time::Instant::now() + std::time::Duration::from_secs(3);
@@ -460,5 +468,30 @@ fn enabled_and_model_dir_settings() {
     assert_eq!(status["model"], "all-minilm-l6-v2-int8", "{status}");
     let search = client.command("raggrep.search", json!({"query": "multiply two matrices", "k": 3}));
     assert_eq!(search["results"][0]["symbol"], "matmul", "{search}");
+    assert_eq!(client.shutdown_and_exit(), 0);
+
+    // A memory budget too small for the workspace (1 MB holds ~246 chunks; this has 400): the
+    // editor is told, and status says why.
+    let big = dir.path().join("big");
+    fs::create_dir_all(big.join("src")).unwrap();
+    fs::write(big.join("Cargo.toml"), "[package]\nname = \"big\"\n").unwrap();
+    for f in 0..100 {
+        let text: String =
+            (0..4).map(|g| format!("pub fn item_{f}_{g}(x: u32) -> u32 {{\n    x * {g} + {f}\n}}\n\n")).collect();
+        fs::write(big.join(format!("src/m{f:03}.rs")), text).unwrap();
+    }
+    let big = big.canonicalize().unwrap();
+    let mut client = Client::start(env!("CARGO_BIN_EXE_raggrep"), &big);
+    initialize(&mut client, &big, json!({"memoryBudgetMb": 1}));
+    let shown = client.wait_for("the budget message", |m| {
+        m["method"] == "window/showMessage"
+            && m["params"]["message"].as_str().is_some_and(|s| s.contains("memory budget"))
+    });
+    assert!(shown["params"]["type"].as_u64().is_some_and(|t| t <= 2), "an error or a warning: {shown}");
+    // (The message follows the update it is about.)
+    client.wait_for("the update", |m| m["method"] == "raggrep/indexUpdated");
+    let status = client.command("raggrep.status", json!({}));
+    assert!(status["reason"].as_str().is_some_and(|r| r.contains("memory budget")), "{status}");
+    assert!(status["chunks"].as_u64().is_some_and(|c| c > 100 && c < 400), "{status}");
     assert_eq!(client.shutdown_and_exit(), 0);
 }
