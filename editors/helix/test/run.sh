@@ -496,4 +496,22 @@ if start_helix bare "" src/auth.py; then
   quit
 fi
 
+# 4. Server settings from [language-server.raggrep.config] (README "Settings"): Helix sends the
+# table as initializationOptions, and the server applies it. Last, because it changes the
+# user's languages.toml that every session above reads.
+printf '\n[language-server.raggrep.config]\nexclude = ["lib/**"]\n' >>"$home/.config/helix/languages.toml"
+if start_helix configured .git src/auth.py; then
+  lib_files="$(find "$repo/tests/fixtures/polyglot/lib" -type f | wc -l)"
+  if wait_log 'raggrep -> \{"jsonrpc":"2.0","method":"initialize","params":\{.*"initializationOptions":\{"exclude":\["lib/\*\*"\]\}' &&
+    indexed "$(($(find "$repo/tests/fixtures/polyglot" -type f | wc -l) - lib_files))" &&
+    ! "$bin" inspect --root "$ws" --json | grep -q '"path":"lib/'; then
+    ok "[language-server.raggrep.config] exclude = [\"lib/**\"] reaches the server: lib/ is not indexed"
+  else
+    not_ok "[language-server.raggrep.config] did not reach the server (lib/ indexed, or no initializationOptions)"
+    capture
+    show_failure
+  fi
+  quit
+fi
+
 finish
