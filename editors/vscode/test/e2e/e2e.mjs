@@ -475,6 +475,29 @@ async function main() {
   await page.screenshot({ path: path.join(artifacts, 'context.png') });
   await clearToasts();
 
+  // raggrep: Restart Server: a new server process replaces the old one, and the status bar
+  // comes back to the chunk count.
+  const lspServers = () =>
+    fs.readdirSync('/proc').filter((pid) => {
+      if (!/^\d+$/.test(pid)) return false;
+      try {
+        const argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+        return path.basename(argv[0]) === 'raggrep' && argv[1] === 'lsp';
+      } catch {
+        return false; // the process ended meanwhile
+      }
+    });
+  const serversBefore = lspServers();
+  check('"raggrep: Restart Server" is in the command palette', await palette('raggrep: Restart Server'));
+  let serversAfter = [];
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 200))) {
+    serversAfter = lspServers();
+    if (serversAfter.length > 0 && !serversAfter.some((pid) => serversBefore.includes(pid))) break;
+  }
+  check('Restart Server replaces the server process', serversBefore.length > 0 && serversAfter.length > 0 && !serversAfter.some((pid) => serversBefore.includes(pid)), `before ${serversBefore}, after ${serversAfter}`);
+  check('after the restart the status bar shows the chunk count again', await visible(counted, 30_000), await page.locator('.part.statusbar').innerText());
+  await clearToasts();
+
   // raggrep.team: the team index as an extra source of Semantic Search.
   if (teamUrl) await teamIndex({ palette, editSettings, title });
   else note('the raggrep.team scenario is not run: TEAM_URL is not set (run.sh sets it)');
