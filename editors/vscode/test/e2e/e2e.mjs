@@ -285,7 +285,7 @@ async function main() {
         await page.keyboard.press('Control+S');
         for (const deadline = Date.now() + 10_000; !saved && Date.now() < deadline; ) {
           const text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
-          saved = isJson(text) && JSON.parse(text)[key] === patch[key];
+          saved = isJson(text) && JSON.stringify(JSON.parse(text)[key]) === JSON.stringify(patch[key]);
           if (!saved) await new Promise((r) => setTimeout(r, 100));
         }
         await page.keyboard.press('Control+W');
@@ -501,6 +501,23 @@ async function main() {
   // raggrep.team: the team index as an extra source of Semantic Search.
   if (teamUrl) await teamIndex({ palette, editSettings, title });
   else note('the raggrep.team scenario is not run: TEAM_URL is not set (run.sh sets it)');
+
+  // raggrep.server.env is the server's environment: changing it restarts the server with it.
+  const emptyHome = path.join(tmp, 'empty-raggrep-home');
+  fs.mkdirSync(emptyHome, { recursive: true });
+  await editSettings({ 'raggrep.server.env': { RAGGREP_HOME: emptyHome } }, 'Workspace');
+  const environOf = (pid) => {
+    try {
+      return fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+    } catch {
+      return []; // the process ended meanwhile
+    }
+  };
+  let withEnv = [];
+  for (const deadline = Date.now() + 30_000; withEnv.length === 0 && Date.now() < deadline; await new Promise((r) => setTimeout(r, 200))) {
+    withEnv = lspServers().filter((pid) => environOf(pid).includes(`RAGGREP_HOME=${emptyHome}`));
+  }
+  check('raggrep.server.env restarts the server with that environment', withEnv.length === 1 && lspServers().length === 1, `servers ${lspServers()}, with the env ${withEnv}`);
 
   // A server path that points nowhere: the extension restarts, says what is wrong and how to fix
   // it, and the status bar shows the error.
