@@ -25,6 +25,7 @@ Text formats (what the model sees):
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import sys
@@ -164,12 +165,17 @@ class Embedder:
         return cos
 
 
-def sha256_file(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+def _load_bootstrap():
+    """scripts/bootstrap.py as a module (standard library only): its pinned checksums and recipe
+    constants, and the project's one file hash."""
+    spec = importlib.util.spec_from_file_location("bootstrap", os.path.join(REPO, "scripts", "bootstrap.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+BOOTSTRAP = _load_bootstrap()
+sha256_file = BOOTSTRAP.sha256_file
 
 
 def file_embedder(cache: str, onnx_path: str, beside: str) -> Embedder:

@@ -27,7 +27,6 @@ import os
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
-import importlib.util  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
 import shutil  # noqa: E402
@@ -42,9 +41,8 @@ sys.path.insert(0, HERE)
 import embed as E  # noqa: E402
 import qtower as T  # noqa: E402
 
-spec = importlib.util.spec_from_file_location("bootstrap", os.path.join(E.REPO, "scripts", "bootstrap.py"))
-B = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(B)
+B = E.BOOTSTRAP
+
 
 def quantize(src: str, dst: str) -> None:
     """bootstrap.py cmd_derive's quantisation call, verbatim."""

@@ -74,10 +74,10 @@ def main() -> None:
     ops = X.B.op_counts(X.B.Path(int8_path))
     if ops.get("MatMulInteger", 0) < 36:
         sys.exit(f"quantized reranker lacks MatMulInteger: {ops}")
-    info = {"params_npz_sha256": X.sha256_file(args.params),
-            "int8": {"path": int8_path, "sha256": X.sha256_file(int8_path),
+    info = {"params_npz_sha256": E.sha256_file(args.params),
+            "int8": {"path": int8_path, "sha256": E.sha256_file(int8_path),
                      "bytes": os.path.getsize(int8_path), "MatMulInteger": ops["MatMulInteger"]},
-            "fp32_sha256": X.sha256_file(fp32_path), "seconds": round(time.time() - t0, 1)}
+            "fp32_sha256": E.sha256_file(fp32_path), "seconds": round(time.time() - t0, 1)}
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as fh:
         json.dump(info, fh, indent=2)
