@@ -267,14 +267,19 @@ struct Root {
 }
 
 impl Root {
-    /// Answers leave part of this root out: its index is being built or updated, holds chunks
-    /// not embedded yet, or has never been published (the first update has not run: paused,
-    /// queued or failed). A root turned off is not partial: it is not meant to be searched.
     fn is_partial(&self) -> bool {
         let (enabled, indexing) = self.state.lock().map(|s| (s.enabled, s.indexing)).unwrap_or((false, false));
-        let snapshot = self.snapshot.read().ok().and_then(|s| s.clone());
-        indexing || snapshot.as_ref().map_or(enabled, |s| s.is_partial())
+        let published = self.snapshot.read().ok().and_then(|s| s.as_deref().map(Snapshot::is_partial));
+        answers_are_partial(enabled, indexing, published)
     }
+}
+
+/// Answers leave part of a root out: its index is being built or updated, holds chunks not
+/// embedded yet (`published`: the published snapshot's own `is_partial`), or has never been
+/// published (the first update has not run: paused, queued or failed). A root turned off is not
+/// partial: it is not meant to be searched.
+fn answers_are_partial(enabled: bool, indexing: bool, published: Option<bool>) -> bool {
+    indexing || published.unwrap_or(enabled)
 }
 
 #[derive(Default)]
@@ -696,7 +701,7 @@ impl Workspace {
         (!reasons.is_empty()).then(|| reasons.join("; "))
     }
 
-    /// True while some root is still being embedded.
+    /// True while an answer leaves part of some root out (see [`answers_are_partial`]).
     pub fn is_partial(&self) -> bool {
         self.roots.read().is_ok_and(|roots| roots.iter().any(|root| root.is_partial()))
     }
@@ -805,8 +810,6 @@ impl Workspace {
             .iter()
             .map(|root| {
                 let snapshot = root.snapshot.read().ok().and_then(|s| s.clone());
-                // Before `state` is locked below: it locks it too.
-                let partial = root.is_partial();
                 let state = root.state.lock();
                 let (enabled, indexing, last_error, reason) = match &state {
                     Ok(s) => (s.enabled, s.indexing, s.last_error.clone(), s.reason.clone()),
@@ -819,7 +822,7 @@ impl Workspace {
                     root: root.location.root.display().to_string(),
                     enabled,
                     indexing,
-                    partial,
+                    partial: answers_are_partial(enabled, indexing, snapshot.as_deref().map(Snapshot::is_partial)),
                     last_error,
                     memory_level: level,
                     reason: if paused {

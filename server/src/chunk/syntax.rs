@@ -94,21 +94,12 @@ fn parse_file(text: &str, language: Language, grammar: tree_sitter::Language) ->
 /// with errors serves it better. An outline ([`collect_definitions`]) stops at such statements.
 fn count_definitions(node: Node<'_>, language: Language, text: &str) -> usize {
     let mut count = 0;
-    let mut cursor = node.walk();
-    'walk: loop {
-        let current = cursor.node();
+    walk_preorder(node, |current, _| {
         if let Role::Definition(Def { name: Some(_), .. }) = classify(language, current, text) {
             count += 1;
         }
-        if cursor.goto_first_child() {
-            continue;
-        }
-        while !cursor.goto_next_sibling() {
-            if !cursor.goto_parent() {
-                break 'walk;
-            }
-        }
-    }
+        true
+    });
     count
 }
 
@@ -267,25 +258,33 @@ pub(crate) const MAX_SYNTAX_DEPTH: usize = 400;
 /// A file whose parse takes longer is chunked by lines (a parse is normally milliseconds).
 pub(crate) const PARSE_TIME_LIMIT: Duration = Duration::from_secs(5);
 
-/// The depth of the deepest node, walked iteratively.
+/// The depth of the deepest node (walking stops once it passes the limit).
 fn tree_depth(tree: &tree_sitter::Tree) -> usize {
-    let mut cursor = tree.walk();
-    let (mut depth, mut deepest) = (0usize, 0usize);
+    let mut deepest = 0;
+    walk_preorder(tree.root_node(), |_, depth| {
+        deepest = deepest.max(depth);
+        deepest <= MAX_SYNTAX_DEPTH
+    });
+    deepest
+}
+
+/// Visits `node` and every node under it in document order, with its depth below `node`,
+/// iteratively (a recursive walk would overflow on a hostile tree); `visit` returning `false`
+/// stops the walk.
+fn walk_preorder<'t>(node: Node<'t>, mut visit: impl FnMut(Node<'t>, usize) -> bool) {
+    let mut cursor = node.walk();
+    let mut depth = 0;
     loop {
+        if !visit(cursor.node(), depth) {
+            return;
+        }
         if cursor.goto_first_child() {
             depth += 1;
-            deepest = deepest.max(depth);
-            if deepest > MAX_SYNTAX_DEPTH {
-                return deepest;
-            }
             continue;
         }
-        loop {
-            if cursor.goto_next_sibling() {
-                break;
-            }
+        while !cursor.goto_next_sibling() {
             if !cursor.goto_parent() {
-                return deepest;
+                return;
             }
             depth -= 1;
         }
