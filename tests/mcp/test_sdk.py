@@ -106,6 +106,16 @@ def start_http(binary, root, address="127.0.0.1:0"):
     raise RuntimeError(f"raggrep mcp --http did not start: {server.stderr.read()[:500]}")
 
 
+def stop(server, sig):
+    """Sends `sig` and returns the exit code, or "hung" (then kills it) after 15 s."""
+    server.send_signal(sig)
+    try:
+        return server.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        return "hung"
+
+
 def http_status(url, headers=None, body=b"{}"):
     request = urllib.request.Request(url, data=body, method="POST",
                                      headers={"Content-Type": "application/json",
@@ -137,21 +147,11 @@ async def http_checks(binary, root):
         refused = http_status(url, {"Origin": "http://evil.example"})
         check("http: a browser Origin is refused", refused in (400, 403), f"status {refused}")
     finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            code = server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            code = "hung"
+        code = stop(server, signal.SIGTERM)
         check("http: SIGTERM ends the server cleanly", code == 0, f"exit {code}")
     # Ctrl-C in the terminal that started it: SIGINT ends it cleanly too.
     server, url = start_http(binary, root)
-    server.send_signal(signal.SIGINT)
-    try:
-        code = server.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        code = "hung"
+    code = stop(server, signal.SIGINT)
     check("http: SIGINT (Ctrl-C) ends the server cleanly", code == 0, f"exit {code}")
     outside = subprocess.run([binary, "mcp", "--http", "0.0.0.0:0", root], capture_output=True, text=True, timeout=60)
     check("http: non-loopback address refused", outside.returncode == 2 and "loopback" in outside.stderr,

@@ -7,21 +7,8 @@ local ws = vim.env.RAGGREP_INSTALL_WS
 local bundle = vim.env.RAGGREP_INSTALL_BUNDLE
 local bundle_bin = bundle .. '/bin/raggrep'
 
-local passed, failed = 0, 0
-local function out(line)
-  io.stdout:write(line .. '\n')
-  io.stdout:flush()
-end
-local function check(what, ok, detail)
-  if ok then
-    passed = passed + 1
-    out('ok   ' .. what)
-  else
-    failed = failed + 1
-    out('FAIL ' .. what .. (detail and (': ' .. tostring(detail)) or ''))
-  end
-  return ok
-end
+local H = dofile(vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h') .. '/harness.lua')
+local out, check = H.out, H.check
 local function has(text, part)
   return text:find(part, 1, true) ~= nil
 end
@@ -154,11 +141,4 @@ for _, client in ipairs(vim.lsp.get_clients({ name = 'raggrep' })) do
   client:stop()
 end
 check('server exits on shutdown', vim.wait(15000, function() return #vim.lsp.get_clients({ name = 'raggrep' }) == 0 end, 20))
-if failed > 0 then
-  out('lsp log: ' .. vim.lsp.get_log_path())
-end
-out(('%s: %d passed, %d failed'):format(name, passed, failed))
-local f = assert(io.open(vim.env.RAGGREP_INSTALL_RESULT, 'w'))
-f:write(('%d %d\n'):format(passed, failed))
-f:close()
-vim.cmd(failed == 0 and 'qall!' or 'cquit 1')
+H.finish(name, assert(vim.env.RAGGREP_INSTALL_RESULT, 'RAGGREP_INSTALL_RESULT is not set'))

@@ -7,21 +7,8 @@ work = vim.fn.resolve(vim.fn.fnamemodify(work, ':p')):gsub('/$', '')
 local results_file = arg[2]
 local plugin_dir = vim.fn.fnamemodify(arg[0], ':p:h:h')
 
-local passed, failed = 0, 0
-local function out(line)
-  io.stdout:write(line .. '\n')
-  io.stdout:flush()
-end
-local function check(name, ok, detail)
-  if ok then
-    passed = passed + 1
-    out('ok   ' .. name)
-  else
-    failed = failed + 1
-    out('FAIL ' .. name .. (detail and (': ' .. tostring(detail)) or ''))
-  end
-  return ok
-end
+local H = dofile(vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h') .. '/harness.lua')
+local out, check = H.out, H.check
 vim.notify = function(msg, level)
   out(('  [notify %s] %s'):format(level or vim.log.levels.INFO, msg))
 end
@@ -129,8 +116,4 @@ local ok_run, err_run = xpcall(function()
 end, debug.traceback)
 check('options test ran without a Lua error', ok_run, err_run)
 
-out(('%d passed, %d failed'):format(passed, failed))
-if results_file then
-  vim.fn.writefile({ ('%d %d'):format(passed, failed) }, results_file)
-end
-vim.cmd(failed == 0 and 'qall!' or 'cquit! 1')
+H.finish('options', results_file)

@@ -98,6 +98,23 @@ else
   team_url=""
 fi
 
+# tally RC WORK: adds the "<passed> <failed>" a Lua test wrote to WORK/result; a non-zero exit
+# that no failed check explains (a crash, the timeout) is one more failure, with the LSP log.
+tally() {
+  local rc="$1" work="$2" p=0 f=0
+  [ -f "$work/result" ] && read -r p f <"$work/result"
+  passed=$((passed + p))
+  failed=$((failed + f))
+  if [ "$rc" -ne 0 ] && { [ ! -f "$work/result" ] || [ "$f" -eq 0 ]; }; then
+    echo "nvim exited with $rc"
+    failed=$((failed + 1))
+  fi
+  if [ "$rc" -ne 0 ] && [ -f "$work/xdg/state/nvim/lsp.log" ]; then
+    echo "--- lsp.log (tail)"
+    tail -n 40 "$work/xdg/state/nvim/lsp.log"
+  fi
+}
+
 for method in enable start; do
   work="$tmp/$method"
   mkdir -p "$work"
@@ -110,21 +127,7 @@ for method in enable start; do
     XDG_STATE_HOME="$work/xdg/state" XDG_CACHE_HOME="$work/xdg/cache" \
     timeout "${NVIM_TEST_TIMEOUT:-600}" \
     "$nvim" --clean --headless -l "$here/test.lua" "$work/ws" "$method" "$work/result" </dev/null
-  rc=$?
-  if [ -f "$work/result" ]; then
-    read -r p f <"$work/result"
-    passed=$((passed + p))
-    failed=$((failed + f))
-  fi
-  if [ "$rc" -ne 0 ] && { [ ! -f "$work/result" ] || [ "${f:-0}" -eq 0 ]; }; then
-    echo "nvim exited with $rc"
-    failed=$((failed + 1))
-  fi
-  if [ "$rc" -ne 0 ] && [ -f "$work/xdg/state/nvim/lsp.log" ]; then
-    echo "--- lsp.log (tail)"
-    tail -n 40 "$work/xdg/state/nvim/lsp.log"
-  fi
-  unset p f
+  tally $? "$work"
 done
 
 # The setup() options test.lua keeps at their defaults (autostart, filetypes, root_dir,
@@ -135,17 +138,7 @@ echo "--- nvim options"
 XDG_CONFIG_HOME="$work/xdg/config" XDG_DATA_HOME="$work/xdg/data" \
   XDG_STATE_HOME="$work/xdg/state" XDG_CACHE_HOME="$work/xdg/cache" \
   timeout "${NVIM_TEST_TIMEOUT:-600}" "$nvim" --clean --headless -l "$here/options.lua" "$work/ws" "$work/result" </dev/null
-rc=$?
-if [ -f "$work/result" ]; then
-  read -r p f <"$work/result"
-  passed=$((passed + p))
-  failed=$((failed + f))
-fi
-if [ "$rc" -ne 0 ] && { [ ! -f "$work/result" ] || [ "${f:-0}" -eq 0 ]; }; then
-  echo "nvim (options) exited with $rc"
-  failed=$((failed + 1))
-fi
-unset p f
+tally $? "$work"
 
 # install.sh's own total, shown as "install: N passed, M failed" (only the last line is the total).
 RAGGREP_TEST_NVIM="$nvim" bash "$here/install.sh" | tee "$tmp/install.out" | sed '$ s/^[0-9]* passed/install: &/'

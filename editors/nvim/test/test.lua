@@ -12,21 +12,8 @@ local team_url = vim.env.RAGGREP_TEST_TEAM_URL ~= '' and vim.env.RAGGREP_TEST_TE
 local team_repo = 'gitlab.example/finance/ledger@trunk'
 local plugin_dir = vim.fn.fnamemodify(arg[0], ':p:h:h')
 
-local passed, failed = 0, 0
-local function out(line)
-  io.stdout:write(line .. '\n')
-  io.stdout:flush()
-end
-local function check(name, ok, detail)
-  if ok then
-    passed = passed + 1
-    out('ok   ' .. name)
-  else
-    failed = failed + 1
-    out('FAIL ' .. name .. (detail and (': ' .. tostring(detail)) or ''))
-  end
-  return ok
-end
+local H = dofile(vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h') .. '/harness.lua')
+local out, check = H.out, H.check
 local function wait(ms, predicate)
   return vim.wait(ms, predicate, 20)
 end
@@ -481,13 +468,4 @@ for _, client in ipairs(vim.lsp.get_clients({ name = 'raggrep' })) do
 end
 check('server exits on shutdown', wait(15000, function() return #vim.lsp.get_clients({ name = 'raggrep' }) == 0 end))
 
-if failed > 0 then
-  out('lsp log: ' .. vim.lsp.get_log_path())
-end
-out(('%s: %d passed, %d failed'):format(method, passed, failed))
-if results_file then
-  local f = assert(io.open(results_file, 'w'))
-  f:write(('%d %d\n'):format(passed, failed))
-  f:close()
-end
-vim.cmd(failed == 0 and 'qall!' or 'cquit 1')
+H.finish(method, results_file)
