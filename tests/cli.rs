@@ -1047,17 +1047,10 @@ fn files_lists_exactly_what_index_indexes_and_says_why_the_rest_is_left_out() {
 
     // The list is the index's: every listed file is indexed, and nothing else.
     ws.index();
-    let inspect = ws.ok(&["inspect", "--json"]);
-    let mut indexed: Vec<String> = String::from_utf8_lossy(&inspect.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter_map(|f| f["path"].as_str().map(str::to_string))
-        .collect();
-    indexed.sort();
-    assert_eq!(indexed, listed);
+    assert_eq!(indexed_paths(&ws), listed);
 }
 
-/// `inspect --json` paths of the index at `root` (sorted).
+/// `inspect --json` paths of the workspace's index, sorted.
 fn indexed_paths(ws: &Workspace) -> Vec<String> {
     let out = ws.ok(&["inspect", "--json"]);
     let mut paths: Vec<String> = String::from_utf8_lossy(&out.stdout)

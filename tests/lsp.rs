@@ -320,12 +320,7 @@ fn indexing_runs_below_the_editor_with_the_threads_it_is_given() {
     }
     let start = |options: Value| {
         let mut client = Client::start(env!("CARGO_BIN_EXE_raggrep"), &alpha);
-        client.request(
-            "initialize",
-            json!({"processId": null, "rootUri": uri(&alpha), "workspaceFolders": [{"uri": uri(&alpha), "name": "alpha"}],
-                   "capabilities": {}, "initializationOptions": options}),
-        );
-        client.notify("initialized", json!({}));
+        initialize(&mut client, &alpha, options);
         client.wait_index_updated(&alpha);
         // A search loads the query model on a request thread.
         let results = client.command("raggrep.search", json!({"query": "check whether an API token is valid", "k": 3}));
@@ -352,6 +347,8 @@ fn indexing_runs_below_the_editor_with_the_threads_it_is_given() {
     assert_eq!(client.shutdown_and_exit(), 0);
 }
 
+/// `initialize` with `root` as the one workspace folder and `options` as the settings, then
+/// `initialized`.
 fn initialize(client: &mut Client, root: &Path, options: Value) {
     client.request(
         "initialize",

@@ -24,17 +24,9 @@ fn mcp_over_stdio() {
     fixture::copy_dir(Path::new(FIXTURE), &root);
     let mut session = Session::start(env!("CARGO_BIN_EXE_raggrep"), &root);
 
-    let init = session.request(
-        "initialize",
-        json!({
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": { "name": "raggrep-test", "version": "0" },
-        }),
-    );
+    let init = session.initialize();
     assert_eq!(init["serverInfo"]["name"], "raggrep", "{init}");
     assert!(init["capabilities"]["tools"].is_object(), "{init}");
-    session.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
 
     let tools = session.request("tools/list", json!({}));
     let tools = tools["tools"].as_array().unwrap();
@@ -52,18 +44,8 @@ fn mcp_over_stdio() {
     }
 
     // Indexing runs in the background: lexical search answers as soon as the files are chunked.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let result = loop {
-        let result = session.call("search", json!({ "query": "validate_token", "mode": "lexical", "k": 3 }));
-        assert_ne!(result["isError"], true, "{result}");
-        let hits = result["structuredContent"]["results"].as_array().cloned().unwrap_or_default();
-        if hits.iter().any(|h| h["location"].as_str().unwrap_or_default().starts_with("src/auth.py:")) {
-            break result;
-        }
-        assert!(Instant::now() < deadline, "validate_token never found: {result}");
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    let first = &result["structuredContent"]["results"][0];
+    let (result, _) = wait_for_hit(&mut session, "validate_token", "src/auth.py:");
+    let first = &result["results"][0];
     assert_eq!(first["symbol"], "validate_token", "{result}");
     assert_eq!(first["stale"], false, "{result}");
 
@@ -73,27 +55,18 @@ fn mcp_over_stdio() {
     assert!(refused["content"][0]["text"].as_str().unwrap().contains(".."), "{refused}");
 
     // Closing stdin ends the session cleanly.
-    drop(session.stdin.take());
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(status) = session.child.try_wait().unwrap() {
-            assert!(status.success(), "exit status {status}");
-            break;
-        }
-        assert!(Instant::now() < deadline, "the server did not exit after stdin closed");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    session.close();
 }
 
 /// Searches (lexical, so the answer comes as soon as the files are chunked) until `path` is
-/// among the hits; returns that hit.
-fn wait_for_hit(session: &mut Session, query: &str, path: &str) -> serde_json::Value {
+/// among the hits; returns the answer and that hit. A tool error fails the test.
+fn wait_for_hit(session: &mut Session, query: &str, path: &str) -> (serde_json::Value, serde_json::Value) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let result = session.structured("search", json!({ "query": query, "mode": "lexical", "k": 5 }));
         let hits = result["results"].as_array().cloned().unwrap_or_default();
         if let Some(hit) = hits.into_iter().find(|h| h["location"].as_str().unwrap_or_default().starts_with(path)) {
-            return hit;
+            return (result, hit);
         }
         assert!(Instant::now() < deadline, "{query}: {path} never found: {result}");
         std::thread::sleep(Duration::from_millis(200));
@@ -118,8 +91,8 @@ fn mcp_serves_several_roots_or_the_current_directory() {
 
     let mut both = Session::start_in(env!("CARGO_BIN_EXE_raggrep"), &[&first, &second, &off], None);
     both.initialize();
-    let theirs = wait_for_hit(&mut both, "settle_quokka_invoice", "ledger.py:");
-    let ours = wait_for_hit(&mut both, "validate_token", "src/auth.py:");
+    let (_, theirs) = wait_for_hit(&mut both, "settle_quokka_invoice", "ledger.py:");
+    let (_, ours) = wait_for_hit(&mut both, "validate_token", "src/auth.py:");
     // With several roots every hit names its root.
     assert!(theirs["root"].as_str().unwrap().ends_with("billing"), "{theirs}");
     assert!(ours["root"].as_str().unwrap().ends_with("polyglot"), "{ours}");
@@ -158,7 +131,7 @@ fn mcp_serves_several_roots_or_the_current_directory() {
     // No roots: the current directory, and hits carry no root field.
     let mut here = Session::start_in(env!("CARGO_BIN_EXE_raggrep"), &[], Some(&second));
     here.initialize();
-    let hit = wait_for_hit(&mut here, "settle_quokka_invoice", "ledger.py:");
+    let (_, hit) = wait_for_hit(&mut here, "settle_quokka_invoice", "ledger.py:");
     assert!(hit.get("root").is_none_or(|r| r.is_null()), "{hit}");
     here.close();
 }

@@ -477,15 +477,18 @@ async function main() {
 
   // raggrep: Restart Server: a new server process replaces the old one, and the status bar
   // comes back to the chunk count.
+  // A process's NUL-separated /proc file (cmdline, environ) as a list; empty once it has ended.
+  const procList = (pid, file) => {
+    try {
+      return fs.readFileSync(`/proc/${pid}/${file}`, 'utf8').split('\0');
+    } catch {
+      return [];
+    }
+  };
   const lspServers = () =>
     fs.readdirSync('/proc').filter((pid) => {
-      if (!/^\d+$/.test(pid)) return false;
-      try {
-        const argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-        return path.basename(argv[0]) === 'raggrep' && argv[1] === 'lsp';
-      } catch {
-        return false; // the process ended meanwhile
-      }
+      const argv = /^\d+$/.test(pid) ? procList(pid, 'cmdline') : [];
+      return argv.length > 1 && path.basename(argv[0]) === 'raggrep' && argv[1] === 'lsp';
     });
   const serversBefore = lspServers();
   check('"raggrep: Restart Server" is in the command palette', await palette('raggrep: Restart Server'));
@@ -506,16 +509,9 @@ async function main() {
   const emptyHome = path.join(tmp, 'empty-raggrep-home');
   fs.mkdirSync(emptyHome, { recursive: true });
   await editSettings({ 'raggrep.server.env': { RAGGREP_HOME: emptyHome } }, 'Workspace');
-  const environOf = (pid) => {
-    try {
-      return fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
-    } catch {
-      return []; // the process ended meanwhile
-    }
-  };
   let withEnv = [];
   for (const deadline = Date.now() + 30_000; withEnv.length === 0 && Date.now() < deadline; await new Promise((r) => setTimeout(r, 200))) {
-    withEnv = lspServers().filter((pid) => environOf(pid).includes(`RAGGREP_HOME=${emptyHome}`));
+    withEnv = lspServers().filter((pid) => procList(pid, 'environ').includes(`RAGGREP_HOME=${emptyHome}`));
   }
   check('raggrep.server.env restarts the server with that environment', withEnv.length === 1 && lspServers().length === 1, `servers ${lspServers()}, with the env ${withEnv}`);
 
