@@ -42,13 +42,15 @@ impl Workspace {
         fs::write(path, text).unwrap();
     }
 
+    /// `raggrep ARGS` in the workspace, for a caller to add environment or another cwd.
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_raggrep"));
+        command.args(args).current_dir(self.root()).stdin(Stdio::null());
+        command
+    }
+
     fn raggrep(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_raggrep"))
-            .args(args)
-            .current_dir(self.root())
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
+        self.command(args).output().unwrap()
     }
 
     fn ok(&self, args: &[&str]) -> Output {
@@ -308,11 +310,10 @@ fn rerank_without_a_reranker_or_outside_hybrid_mode_says_why() {
     assert!(stderr.contains("no reranker is installed") && stderr.contains("bootstrap"), "{stderr}");
     assert!(out.stdout.is_empty(), "nothing half-answered on stdout");
     // The same directory through the environment.
-    let by_env = Command::new(env!("CARGO_BIN_EXE_raggrep"))
-        .args(["query", "--rerank", "multiply two matrices"])
+    let by_env = ws
+        .command(&["query", "--rerank", "multiply two matrices"])
         .env("RAGGREP_MODEL_DIR", model)
         .env_remove("RAGGREP_MODEL")
-        .current_dir(ws.root())
         .output()
         .unwrap();
     assert_eq!(by_env.status.code(), Some(2));
@@ -1125,16 +1126,15 @@ fn index_dir_keeps_the_index_outside_the_tree() {
     // not stop a write).
     let found = ws.query(&["--index-dir", dir_arg, "-k", "3", "check whether an API token is still valid"]);
     let status: Value = serde_json::from_slice(&ws.ok(&["status", "--index-dir", dir_arg, "--json"]).stdout).unwrap();
-    let from_env = Command::new(env!("CARGO_BIN_EXE_raggrep"))
-        .args(["status", "--json", "--root"])
-        .arg(ws.root())
+    let root_arg = ws.root().to_str().unwrap();
+    let from_env = ws
+        .command(&["status", "--json", "--root", root_arg])
         .env("RAGGREP_INDEX_DIR", &dir)
         .current_dir(elsewhere.path())
         .output()
         .unwrap();
-    let inspect = Command::new(env!("CARGO_BIN_EXE_raggrep"))
-        .args(["inspect", "--json", "--index-dir", dir_arg, "--root"])
-        .arg(ws.root())
+    let inspect = ws
+        .command(&["inspect", "--json", "--index-dir", dir_arg, "--root", root_arg])
         .current_dir(elsewhere.path())
         .output()
         .unwrap();
@@ -1180,12 +1180,7 @@ fn log_levels_and_runtime_settings_are_checked() {
     );
     // RAGGREP_LOG, the environment's way (how MCP hosts set it), says the same.
     fs::remove_dir_all(ws.root().join(".raggrep")).unwrap();
-    let by_env = Command::new(env!("CARGO_BIN_EXE_raggrep"))
-        .args(["index", "."])
-        .env("RAGGREP_LOG", "info")
-        .current_dir(ws.root())
-        .output()
-        .unwrap();
+    let by_env = ws.command(&["index", "."]).env("RAGGREP_LOG", "info").output().unwrap();
     assert!(String::from_utf8_lossy(&by_env.stderr).contains("binary file"), "{by_env:?}");
 
     let bad_log = ws.raggrep(&["--log", "verbose", "status"]);
@@ -1200,8 +1195,8 @@ fn log_levels_and_runtime_settings_are_checked() {
     assert!(stderr.contains("/no/such/libonnxruntime.so") && stderr.contains("ORT_DYLIB_PATH"), "{stderr}");
 
     let empty = tempfile::tempdir().unwrap();
-    let no_models = Command::new(env!("CARGO_BIN_EXE_raggrep"))
-        .args(["embed", "x"])
+    let no_models = ws
+        .command(&["embed", "x"])
         .env("RAGGREP_HOME", empty.path())
         .env_remove("RAGGREP_MODEL_DIR")
         .env_remove("RAGGREP_MODEL")
