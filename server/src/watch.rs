@@ -8,6 +8,7 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use notify::event::{AccessKind, AccessMode};
 use notify::{EventKind, RecursiveMode, Watcher};
 
 use crate::workspace::Workspace;
@@ -27,13 +28,24 @@ fn ignored(path: &Path) -> bool {
     })
 }
 
+/// Whether an event can mean new content. Reads are not changes (the indexer reads every file it
+/// updates, so reacting would loop), but a file closed after being opened for writing is: a write
+/// through `mmap` sends no modify event at all (inotify(7)), only that close.
+fn is_change(kind: &EventKind) -> bool {
+    match kind {
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        EventKind::Access(_) => false,
+        _ => true,
+    }
+}
+
 /// Watches `roots` recursively; changed paths are scheduled on `workspace` after [`DEBOUNCE`].
 /// The watch lasts as long as the returned watcher lives.
 pub fn start(workspace: &Arc<Workspace>, roots: &[PathBuf]) -> notify::Result<notify::RecommendedWatcher> {
     let (tx, rx) = mpsc::channel::<PathBuf>();
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| match event {
         Ok(event) => {
-            if matches!(event.kind, EventKind::Access(_)) {
+            if !is_change(&event.kind) {
                 return;
             }
             for path in event.paths.into_iter().filter(|p| !ignored(p)) {
@@ -87,5 +99,15 @@ mod tests {
         assert!(ignored(Path::new("/w/web/node_modules/a/index.js")));
         assert!(!ignored(Path::new("/w/src/git.rs")));
         assert!(!ignored(Path::new("/w/src/target.rs")));
+    }
+
+    #[test]
+    fn reads_are_not_changes_but_a_close_after_writing_is() {
+        use notify::event::{CreateKind, ModifyKind};
+        assert!(!is_change(&EventKind::Access(AccessKind::Open(AccessMode::Any))));
+        assert!(!is_change(&EventKind::Access(AccessKind::Close(AccessMode::Read))));
+        assert!(is_change(&EventKind::Access(AccessKind::Close(AccessMode::Write))));
+        assert!(is_change(&EventKind::Modify(ModifyKind::Any)));
+        assert!(is_change(&EventKind::Create(CreateKind::File)));
     }
 }

@@ -9,6 +9,7 @@ Ends with "N passed, M failed"; exits non-zero on any failure.
 """
 
 import json
+import mmap
 import os
 import shutil
 import signal
@@ -333,6 +334,31 @@ async def run_checks(client, root, transport):
           f"found after {found_after}")
     symbol = (await call(client, "find_symbol", {"name": name})).structured_content
     check("freshness: new symbol found by find_symbol", len(symbol["definitions"]) == 1, repr(symbol))
+
+    # stale: a write through mmap sends no modify event (inotify(7)), so while the writer keeps
+    # the file open the index still holds the old text and the hit must say so. Closing the file
+    # is the event the watcher takes; the next update makes the hit fresh again.
+    async def fresh_hit():
+        result = await call(client, "search", {"query": name, "k": 3})
+        return next((h for h in (result.structured_content or {}).get("results", [])
+                     if h["location"].startswith(fresh + ":")), None)
+    with open(os.path.join(root, fresh), "r+b") as f:
+        with mmap.mmap(f.fileno(), 0) as mapped:
+            at = mapped.find(b"% 3")
+            mapped[at:at + 3] = b"% 4"
+            mapped.flush()
+            await anyio.sleep(1.0)  # several debounce periods: no event reached the watcher
+            hit = await fresh_hit()
+            check("stale: a hit whose file changed unseen says stale: true", hit is not None and hit.get("stale") is True,
+                  repr(hit))
+    closed = time.monotonic()
+    hit = await fresh_hit()
+    while (hit is None or hit.get("stale") is not False) and time.monotonic() - closed < 10:
+        await anyio.sleep(0.05)
+        hit = await fresh_hit()
+    check("stale: closing the written file updates the index, stale: false within 3 s",
+          hit is not None and hit.get("stale") is False and time.monotonic() - closed < 3,
+          f"{hit!r} after {time.monotonic() - closed:.2f} s")
 
 
 def sqlite_rows(path):
