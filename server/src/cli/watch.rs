@@ -50,8 +50,16 @@ pub fn run(args: WatchArgs, model: Option<&str>, ort: Option<&Path>) -> Result<(
             );
         }
     };
+    let signals = match Signals::register() {
+        Ok(signals) => signals,
+        Err(err) => {
+            drop(watcher);
+            workspace.shutdown();
+            return Err(err);
+        }
+    };
     report.say(&Message::Watching { roots: workspace.roots() });
-    let signal = wait_for_signal(&|pause| {
+    let signal = signals.wait(&|pause| {
         if pause {
             workspace.pause();
             report.say(&Message::Paused);
@@ -67,26 +75,47 @@ pub fn run(args: WatchArgs, model: Option<&str>, ort: Option<&Path>) -> Result<(
     signal.map(|_| ())
 }
 
-/// Blocks until SIGINT or SIGTERM (returns which); SIGUSR1 pauses indexing and SIGUSR2 resumes
-/// it (`on_pause(true / false)`), for scripts that need the CPU for a while.
-fn wait_for_signal(on_pause: &dyn Fn(bool)) -> Result<String> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    runtime
-        .block_on(async {
-            let mut term = signal(SignalKind::terminate())?;
-            let mut pause = signal(SignalKind::user_defined1())?;
-            let mut resume = signal(SignalKind::user_defined2())?;
+/// SIGINT and SIGTERM stop watching; SIGUSR1 pauses indexing and SIGUSR2 resumes it, for scripts
+/// that need the CPU for a while. Registered before `watching` is said: a script that signals as
+/// soon as it reads that line must not meet the default action, which ends the process (for
+/// SIGUSR1 too).
+struct Signals {
+    runtime: tokio::runtime::Runtime,
+    interrupt: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+    pause: tokio::signal::unix::Signal,
+    resume: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn register() -> Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let _context = runtime.enter();
+        let listen = |kind| signal(kind).context("cannot listen for signals");
+        Ok(Signals {
+            interrupt: listen(SignalKind::interrupt())?,
+            term: listen(SignalKind::terminate())?,
+            pause: listen(SignalKind::user_defined1())?,
+            resume: listen(SignalKind::user_defined2())?,
+            runtime,
+        })
+    }
+
+    /// Blocks until SIGINT or SIGTERM (returns which), calling `on_pause(true / false)` on
+    /// SIGUSR1 / SIGUSR2 meanwhile.
+    fn wait(mut self, on_pause: &dyn Fn(bool)) -> Result<String> {
+        self.runtime.block_on(async {
             loop {
                 tokio::select! {
-                    interrupted = tokio::signal::ctrl_c() => return interrupted.map(|()| "SIGINT".to_string()),
-                    _ = term.recv() => return Ok("SIGTERM".to_string()),
-                    _ = pause.recv() => on_pause(true),
-                    _ = resume.recv() => on_pause(false),
+                    _ = self.interrupt.recv() => return Ok("SIGINT".to_string()),
+                    _ = self.term.recv() => return Ok("SIGTERM".to_string()),
+                    _ = self.pause.recv() => on_pause(true),
+                    _ = self.resume.recv() => on_pause(false),
                 }
             }
         })
-        .context("cannot wait for Ctrl-C")
+    }
 }
 
 #[derive(serde::Serialize)]

@@ -145,22 +145,33 @@ pub fn run(options: Options) -> i32 {
     }
 }
 
-/// Cancels `stop` on SIGINT or SIGTERM: how an HTTP server is told to finish.
-async fn stop_on_signal(stop: tokio_util::sync::CancellationToken) {
+/// Cancels `stop` on SIGINT or SIGTERM: how an HTTP server is told to finish. The handlers are
+/// registered when this is called, not when the returned future first runs: the server prints
+/// its address right after, and a signal sent the moment that line appears must not meet the
+/// default action (the process dies at once, nothing shut down).
+fn stop_on_signal(stop: tokio_util::sync::CancellationToken) -> impl std::future::Future<Output = ()> {
     use tokio::signal::unix::{SignalKind, signal};
-    match signal(SignalKind::terminate()) {
-        Ok(mut terminate) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = terminate.recv() => {}
+    let interrupt = signal(SignalKind::interrupt());
+    let terminate = signal(SignalKind::terminate());
+    async move {
+        match (interrupt, terminate) {
+            (Ok(mut interrupt), Ok(mut terminate)) => {
+                tokio::select! {
+                    _ = interrupt.recv() => {}
+                    _ = terminate.recv() => {}
+                }
+            }
+            (Ok(mut interrupt), Err(err)) => {
+                tracing::warn!("cannot listen for SIGTERM ({err}); stop the server with Ctrl-C");
+                interrupt.recv().await;
+            }
+            (Err(err), _) => {
+                tracing::warn!("cannot listen for SIGINT ({err}); stop the server by killing it");
+                std::future::pending::<()>().await;
             }
         }
-        Err(err) => {
-            tracing::warn!("cannot listen for SIGTERM ({err}); stop the server with Ctrl-C");
-            let _ = tokio::signal::ctrl_c().await;
-        }
+        stop.cancel();
     }
-    stop.cancel();
 }
 
 /// Indexing events go to the log (stderr): MCP has no progress channel without a request.
