@@ -481,6 +481,9 @@ impl Workspace {
             snapshot: RwLock::new(snapshot),
             state: Mutex::new(RootState {
                 enabled: index,
+                // From now, not from when the queued update starts: until it has compared the
+                // index opened above with the disk, answers may miss what changed meanwhile.
+                indexing: index,
                 reason: (!index).then(|| TURNED_OFF.to_string()),
                 ..RootState::default()
             }),
@@ -864,6 +867,10 @@ impl Workspace {
     fn run_update(&self, root: &Arc<Root>, scope: Scope) {
         let enabled = root.state.lock().map(|s| s.enabled).unwrap_or(false);
         if !enabled {
+            // Turned off while its first update was queued.
+            if let Ok(mut state) = root.state.lock() {
+                state.indexing = false;
+            }
             return;
         }
         self.paused.wait(&self.cancel);
