@@ -123,6 +123,49 @@ fn a_disabled_root_is_not_indexed_until_toggled_on() {
     ws.shutdown();
 }
 
+/// A root opened from an index already on disk has not been compared with the disk until its
+/// first update has run: files may have changed while nothing was watching. Until then status
+/// says indexing and answers say partial (they said idle and complete, so a client waiting for
+/// "not partial" went on before that update and met it half-way).
+#[test]
+fn a_root_is_indexing_until_its_first_update_has_run() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path(), 2);
+    let events = Arc::new(Recorder::default());
+    let first = Workspace::new(Arc::new(FakeEmbedder::new(64)), Settings::default(), events.clone());
+    first.add_root(dir.path(), true).unwrap();
+    wait_updates(&events, 1);
+    first.shutdown();
+
+    let events = Arc::new(Recorder::default());
+    let ws = Workspace::new(Arc::new(FakeEmbedder::new(64)), Settings::default(), events.clone());
+    ws.pause();
+    ws.add_root(dir.path(), true).unwrap();
+    let queued = &ws.status()[0];
+    assert_eq!(queued.index.as_ref().map(|i| i.files), Some(2), "the index on disk is open at once");
+    assert!(queued.indexing && queued.partial, "its first update is still waiting");
+    assert!(ws.find(&Query::new("item_1_1")).is_ok());
+    ws.resume();
+    wait_updates(&events, 1);
+    let done = &ws.status()[0];
+    assert!(!done.indexing && !done.partial, "indexing {}, partial {}", done.indexing, done.partial);
+    ws.shutdown();
+
+    // Turned off while that first update waits: not left "indexing" for good.
+    let events = Arc::new(Recorder::default());
+    let off = Workspace::new(Arc::new(FakeEmbedder::new(64)), Settings::default(), events.clone());
+    off.pause();
+    off.add_root(dir.path(), true).unwrap();
+    off.set_enabled(dir.path(), false).unwrap();
+    off.resume();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while off.status()[0].indexing {
+        assert!(Instant::now() < deadline, "still indexing a root turned off");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    off.shutdown();
+}
+
 /// Readers reacting to progress events must find what the event announces: on a fresh index the
 /// chunk list and lexical search at `Chunked`, and more embeddings at each `Published` (the
 /// language server reopens its snapshot on these; before this was fixed, `Chunked` came before
