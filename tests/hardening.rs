@@ -259,6 +259,22 @@ fn unavailable_lexical_index_is_reported_not_silent() {
     }
 }
 
+// A file where the lexical index's directory belongs: `raggrep index` failed ("File exists")
+// instead of repairing it, so every later query stayed degraded.
+#[test]
+fn a_file_in_place_of_the_lexical_index_is_repaired_by_index() {
+    let (_dir, root) = polyglot();
+    ok(&root, &["index", "."]);
+    fs::remove_dir_all(root.join(".raggrep/lexical")).unwrap();
+    fs::write(root.join(".raggrep/lexical"), "not a directory").unwrap();
+    let found = query(&root, &["--mode", "lexical", "validate_token"]);
+    assert!(found["degraded"].as_str().is_some_and(|d| d.contains("lexical")), "{found}");
+    ok(&root, &["index", "."]);
+    let found = query(&root, &["--mode", "lexical", "validate_token"]);
+    assert_eq!(results(&found)[0]["symbol"], "validate_token", "{found}");
+    assert!(found.get("degraded").is_none_or(Value::is_null), "{found}");
+}
+
 // 7. A CURRENT naming a missing manifest, or a deleted manifest or vector file, made query exit 2.
 #[test]
 fn missing_index_files_are_rebuilt_by_query() {

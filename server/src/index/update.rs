@@ -352,7 +352,12 @@ impl Base {
             Ok(lexical) => (lexical, false),
             Err(err) => {
                 tracing::warn!("{err}; rebuilding the lexical index");
-                let _ = fs::remove_dir_all(&lexical_dir);
+                // Whatever stands there: a file where the directory belongs would fail the
+                // rebuild too, and `raggrep index` is what repairs a damaged index.
+                let _ = match fs::symlink_metadata(&lexical_dir) {
+                    Ok(meta) if meta.is_dir() => fs::remove_dir_all(&lexical_dir),
+                    _ => fs::remove_file(&lexical_dir),
+                };
                 (LexicalIndex::open_or_create(&lexical_dir)?, true)
             }
         };
