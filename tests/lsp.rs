@@ -492,3 +492,34 @@ fn enabled_model_dir_and_memory_budget_settings() {
     assert!(status["chunks"].as_u64().is_some_and(|c| c > 100 && c < 400), "{status}");
     assert_eq!(client.shutdown_and_exit(), 0);
 }
+
+/// `degraded` over LSP: an index whose lexical part cannot be opened answers dense-only and says
+/// so, until the server's first update (held back here by `raggrep.pause`) rebuilds it.
+#[test]
+fn search_says_degraded_until_the_first_update_repairs_the_index() {
+    let (_dir, alpha, _beta) = setup();
+    let indexed = std::process::Command::new(env!("CARGO_BIN_EXE_raggrep")).arg("index").arg(&alpha).output().unwrap();
+    assert!(indexed.status.success(), "{}", String::from_utf8_lossy(&indexed.stderr));
+    fs::remove_dir_all(alpha.join(".raggrep/lexical")).unwrap();
+    fs::create_dir(alpha.join(".raggrep/lexical")).unwrap();
+
+    let mut client = Client::start(env!("CARGO_BIN_EXE_raggrep"), &alpha);
+    client.request(
+        "initialize",
+        json!({"processId": null, "rootUri": uri(&alpha), "workspaceFolders": [{"uri": uri(&alpha), "name": "alpha"}], "capabilities": {}}),
+    );
+    assert_eq!(client.command("raggrep.pause", json!({})), json!({"paused": true}));
+    client.notify("initialized", json!({}));
+    let query = json!({"query": "check whether an API token is valid", "k": 3});
+    let damaged = client.command("raggrep.search", query.clone());
+    assert!(damaged["degraded"].as_str().is_some_and(|d| d.contains("lexical")), "{damaged:#}");
+    assert_eq!(damaged["partial"], true, "{damaged:#}");
+    assert_eq!(damaged["results"][0]["symbol"], "validate_token", "dense results still come: {damaged:#}");
+
+    assert_eq!(client.command("raggrep.resume", json!({})), json!({"paused": false}));
+    client.wait_index_updated(&alpha);
+    let repaired = client.command("raggrep.search", query);
+    assert!(repaired.get("degraded").is_none_or(Value::is_null), "{repaired:#}");
+    assert_eq!(repaired["partial"], false, "{repaired:#}");
+    assert_eq!(client.shutdown_and_exit(), 0);
+}

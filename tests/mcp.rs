@@ -135,3 +135,43 @@ fn mcp_serves_several_roots_or_the_current_directory() {
     assert!(hit.get("root").is_none_or(|r| r.is_null()), "{hit}");
     here.close();
 }
+
+/// `degraded` over MCP: a damaged lexical index is said in the answer until the server's own
+/// update has rebuilt it. The test holds the index's writer lock so that update waits (as it
+/// would behind a `raggrep index` in a terminal), which keeps the damaged state in place long
+/// enough to look at.
+#[test]
+fn mcp_says_degraded_until_its_update_repairs_the_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("polyglot");
+    fixture::copy_dir(Path::new(FIXTURE), &root);
+    let indexed = std::process::Command::new(env!("CARGO_BIN_EXE_raggrep")).arg("index").arg(&root).output().unwrap();
+    assert!(indexed.status.success(), "{}", String::from_utf8_lossy(&indexed.stderr));
+    let lexical = root.join(".raggrep/lexical");
+    std::fs::remove_dir_all(&lexical).unwrap();
+    std::fs::create_dir(&lexical).unwrap();
+    let lock = std::fs::OpenOptions::new().write(true).open(root.join(".raggrep/LOCK")).unwrap();
+    lock.lock().unwrap();
+
+    let mut session = Session::start(env!("CARGO_BIN_EXE_raggrep"), &root);
+    session.initialize();
+    let damaged = session.structured("search", json!({ "query": "check whether an API token is valid", "k": 5 }));
+    assert!(damaged["degraded"].as_str().is_some_and(|d| d.contains("lexical")), "{damaged}");
+    assert_eq!(damaged["partial"], true, "the update that repairs it has not run: {damaged}");
+    assert!(damaged["results"].as_array().is_some_and(|r| !r.is_empty()), "dense results still come: {damaged}");
+    let status = session.structured("status", json!({}));
+    assert_eq!(status["roots"][0]["indexing"], true, "{status}");
+
+    lock.unlock().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let repaired = loop {
+        let result = session.structured("search", json!({ "query": "validate_token", "mode": "lexical", "k": 5 }));
+        if result.get("degraded").is_none_or(serde_json::Value::is_null) && result["partial"] == false {
+            break result;
+        }
+        assert!(Instant::now() < deadline, "still degraded a minute after the lock was released: {result}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(repaired["results"][0]["symbol"], "validate_token", "{repaired}");
+    session.close();
+}
