@@ -437,6 +437,13 @@ fn settings_filters_folders_and_log_levels() {
     client.notify("workspace/didChangeConfiguration", json!({"settings": {"logLevel": "verbose"}}));
     let said = client.wait_for("the unknown level", |m| logged(m, "logLevel \"verbose\""));
     assert_eq!(said["params"]["type"], 2, "{said}");
+
+    // Sizes of 0 would index or answer nothing: refused with a warning, the value before kept.
+    client.notify("workspace/didChangeConfiguration", json!({"settings": {"memoryBudgetMb": 0, "defaultK": 0}}));
+    client.wait_for("the refused budget", |m| logged(m, "memoryBudgetMb must be at least 1; keeping 500"));
+    client.wait_for("the refused k", |m| logged(m, "defaultK must be at least 1; keeping 2"));
+    let search = client.command("raggrep.search", json!({"query": "validate token"}));
+    assert_eq!(search["results"].as_array().map(Vec::len), Some(2), "defaultK stays 2: {search}");
     assert_eq!(client.shutdown_and_exit(), 0);
 }
 

@@ -265,7 +265,10 @@ impl Backend {
             }
         }
         match serde_json::from_value::<Settings>(merged) {
-            Ok(parsed) => settings = parsed,
+            Ok(mut parsed) => {
+                keep_positive(&mut parsed, &settings);
+                settings = parsed;
+            }
             Err(err) => tracing::warn!("ignoring invalid settings: {err}"),
         }
         if !self.log.set_level(&settings.log_level) {
@@ -282,6 +285,20 @@ impl Backend {
         }
         unknown
     }
+}
+
+/// Sizes of 0 would index nothing (`memoryBudgetMb`, `maxFileSize`) or answer nothing
+/// (`defaultK`) while looking configured: said, and the value before is kept.
+fn keep_positive(settings: &mut Settings, before: &Settings) {
+    fn check<T: PartialEq + Default + Copy + std::fmt::Display>(key: &str, value: &mut T, before: T) {
+        if *value == T::default() {
+            tracing::warn!("{key} must be at least 1; keeping {before}");
+            *value = before;
+        }
+    }
+    check("memoryBudgetMb", &mut settings.memory_budget_mb, before.memory_budget_mb);
+    check("maxFileSize", &mut settings.max_file_size, before.max_file_size);
+    check("defaultK", &mut settings.default_k, before.default_k);
 }
 
 fn count_files(root: &Path, limit: usize) -> usize {
