@@ -200,7 +200,7 @@ impl Default for ChunkConfig {
 }
 
 /// Bumped when the chunker's output changes for the same input and settings.
-const CHUNKER_VERSION: u32 = 4;
+const CHUNKER_VERSION: u32 = 5;
 
 /// Everything that decides which chunks a file becomes and what text each embeds, as one string
 /// stored in the manifest: an index made with another recipe is chunked again.

@@ -214,7 +214,15 @@ fn collect_definitions(node: Node<'_>, language: Language, text: &str, scope: &S
                 }
             }
             Role::Transparent => collect_definitions(child, language, text, scope, out),
-            Role::Leading | Role::Other => {}
+            Role::Other => {
+                // Whatever its size (the chunker looks in only when it must split it).
+                if let Some((name, object)) = object_binding(language, child, text) {
+                    collect_definitions(object, language, text, &scope.object(name.as_deref(), language), out);
+                } else if child.kind() == "export_statement" {
+                    collect_definitions(child, language, text, scope, out);
+                }
+            }
+            Role::Leading => {}
         }
     }
 }
@@ -328,6 +336,64 @@ struct Overloads<'t> {
 struct Scope {
     container: Option<String>,
     in_type: bool,
+}
+
+impl Scope {
+    /// Inside an object literal bound to `name` (none: its members keep this scope's path).
+    fn object(&self, name: Option<&str>, language: Language) -> Scope {
+        let container = match (&self.container, name) {
+            (Some(outer), Some(name)) => Some(format!("{outer}{}{name}", path_separator(language))),
+            (None, Some(name)) => Some(name.to_string()),
+            (outer, None) => outer.clone(),
+        };
+        Scope { container, in_type: true }
+    }
+}
+
+/// A JavaScript/TypeScript statement or property that binds an object literal, and that object:
+/// `const api = { get() {} }` (container `api`), `export const api = …`, `Foo.prototype = { … }`
+/// (`Foo`), `exports.config = { … }` (`config`), a property `rules: { … }` of one (`rules`). No
+/// name for `module.exports = { … }` and `export default { … }`: their members stand on their own.
+fn object_binding<'t>(language: Language, node: Node<'t>, text: &str) -> Option<(Option<String>, Node<'t>)> {
+    if !matches!(language, Language::JavaScript | Language::TypeScript | Language::Tsx) {
+        return None;
+    }
+    // `{ … } as const`, `{ … } satisfies T`, `({ … })`.
+    fn object(value: Option<Node<'_>>) -> Option<Node<'_>> {
+        let value = value?;
+        match value.kind() {
+            "object" => Some(value),
+            "as_expression" | "satisfies_expression" | "parenthesized_expression" => object(value.named_child(0)),
+            _ => None,
+        }
+    }
+    match node.kind() {
+        "lexical_declaration" | "variable_declaration" => {
+            let mut cursor = node.walk();
+            let declarators: Vec<Node<'t>> =
+                node.named_children(&mut cursor).filter(|c| c.kind() == "variable_declarator").collect();
+            match declarators.as_slice() {
+                [one] => object(one.child_by_field_name("value")).map(|o| (field_text(*one, "name", text), o)),
+                _ => None,
+            }
+        }
+        // `export const api = { … }` binds in its declaration, which is walked next.
+        "export_statement" => object(node.child_by_field_name("value")).map(|o| (None, o)),
+        "expression_statement" => {
+            let assign = node.named_child(0).filter(|n| n.kind() == "assignment_expression")?;
+            let object = object(assign.child_by_field_name("right"))?;
+            let left = field_text(assign, "left", text)?;
+            let left = left.strip_suffix(".prototype").unwrap_or(&left);
+            let name = ["module.exports.", "exports."].iter().find_map(|p| left.strip_prefix(p)).unwrap_or(left);
+            Some(((!matches!(name, "module.exports" | "exports")).then(|| name.to_string()), object))
+        }
+        "pair" => {
+            let object = object(node.child_by_field_name("value"))?;
+            let key = field_text(node, "key", text)?;
+            Some((Some(key.trim_matches(|c| c == '"' || c == '\'' || c == '`').to_string()), object))
+        }
+        _ => None,
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -536,8 +602,12 @@ impl<'a> Splitter<'a> {
     fn other(&mut self, range: Range<usize>, node: Node<'_>, scope: &Scope) {
         if self.tokens(&range) > self.config.max_tokens && node.child_count() > 0 {
             // A big statement may hold definitions (`module.exports = { … }`, `if TYPE_CHECKING:`,
-            // a test suite's `describe(…)`): look inside instead of cutting blindly.
-            self.visit_children(node, scope);
+            // a test suite's `describe(…)`): look inside instead of cutting blindly. An object
+            // bound to a name is its members' container, as a class would be.
+            match object_binding(self.language, node, self.text) {
+                Some((name, _)) => self.visit_children(node, &scope.object(name.as_deref(), self.language)),
+                None => self.visit_children(node, scope),
+            }
             return;
         }
         let ranges = if self.tokens(&range) > self.config.max_tokens {

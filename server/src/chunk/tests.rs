@@ -628,6 +628,81 @@ fn methods_of_an_object_after_a_swallowing_error_are_chunks() {
     let methods: Vec<&str> =
         chunks.iter().filter(|c| c.kind == ChunkKind::Method).filter_map(|c| c.symbol.as_deref()).collect();
     assert_eq!(methods, ["box", "array", "map", "set", "object"], "{chunks:#?}");
+    let paths: Vec<String> =
+        chunks.iter().filter(|c| c.kind == ChunkKind::Method).filter_map(|c| c.symbol_path()).collect();
+    assert_eq!(paths[0], "factories.box", "the object bound to a name is their container: {paths:?}");
+    let outlined: Vec<String> = outline(&text, Language::TypeScript, &ChunkConfig::default())
+        .into_iter()
+        .filter(|d| d.kind == ChunkKind::Method)
+        .map(|d| d.symbol)
+        .collect();
+    assert_eq!(outlined, ["factories.box", "factories.array", "factories.map", "factories.set", "factories.object"]);
+}
+
+/// An object literal bound to a name holds its methods as a class would: the name is their
+/// container, in chunks (when the object is too big for one) and in the outline (always).
+/// `module.exports = { … }` and `export default { … }` name nothing.
+#[test]
+fn an_object_bound_to_a_name_is_its_methods_container() {
+    let body = |name: &str| {
+        let mut s = format!("  {name}(input) {{\n");
+        for i in 0..8 {
+            s.push_str(&format!("    const value{i} = transform(input, {i}, \"{name} step {i}\");\n"));
+        }
+        s.push_str("    return value7;\n  },\n");
+        s
+    };
+    let big = |head: &str, tail: &str| {
+        format!(
+            "{head}\n{}{}{}  rules: {{\n  {}  }},\n{tail}\n",
+            body("parse"),
+            body("render"),
+            body("close"),
+            body("check")
+        )
+    };
+    let cases = [
+        (
+            big("export const api = {", "};"),
+            Language::TypeScript,
+            vec!["api.parse", "api.render", "api.close", "api.rules.check"],
+        ),
+        (
+            big("Widget.prototype = {", "};"),
+            Language::JavaScript,
+            vec!["Widget.parse", "Widget.render", "Widget.close", "Widget.rules.check"],
+        ),
+        (
+            big("exports.codec = {", "};"),
+            Language::JavaScript,
+            vec!["codec.parse", "codec.render", "codec.close", "codec.rules.check"],
+        ),
+        (big("module.exports = {", "};"), Language::JavaScript, vec!["parse", "render", "close", "rules.check"]),
+        (big("export default {", "};"), Language::TypeScript, vec!["parse", "render", "close", "rules.check"]),
+        (
+            big("const table = ({", "}) as const;"),
+            Language::TypeScript,
+            vec!["table.parse", "table.render", "table.close", "table.rules.check"],
+        ),
+    ];
+    for (text, language, expected) in cases {
+        let path = if language == Language::TypeScript { "x.ts" } else { "x.js" };
+        let chunks = chunk_file(path, &text, language, &ChunkConfig::default());
+        check_invariants(&text, &chunks);
+        let paths: Vec<String> =
+            chunks.iter().filter(|c| c.kind == ChunkKind::Method).filter_map(|c| c.symbol_path()).collect();
+        // `rules` is small: inside a chunk of code, not a chunk of its own.
+        assert_eq!(paths, expected[..3], "{text}\n{chunks:#?}");
+        let outlined: Vec<String> =
+            outline(&text, language, &ChunkConfig::default()).into_iter().map(|d| d.symbol).collect();
+        assert_eq!(outlined, expected, "{text}");
+    }
+    // Small: one chunk, as before; the outline still names the method under its object.
+    let small = "const api = {\n  ping() { return 1; },\n};\n";
+    assert_eq!(chunk_file("x.js", small, Language::JavaScript, &ChunkConfig::default()).len(), 1);
+    let outlined: Vec<String> =
+        outline(small, Language::JavaScript, &ChunkConfig::default()).into_iter().map(|d| d.symbol).collect();
+    assert_eq!(outlined, ["api.ping"]);
 }
 
 /// A file whose error tree-sitter recovers from locally keeps its one parse, and a file with no
