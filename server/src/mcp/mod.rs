@@ -154,23 +154,24 @@ fn stop_on_signal(stop: tokio_util::sync::CancellationToken) -> impl std::future
     let interrupt = signal(SignalKind::interrupt());
     let terminate = signal(SignalKind::terminate());
     async move {
-        match (interrupt, terminate) {
-            (Ok(mut interrupt), Ok(mut terminate)) => {
-                tokio::select! {
-                    _ = interrupt.recv() => {}
-                    _ = terminate.recv() => {}
-                }
-            }
-            (Ok(mut interrupt), Err(err)) => {
-                tracing::warn!("cannot listen for SIGTERM ({err}); stop the server with Ctrl-C");
-                interrupt.recv().await;
-            }
-            (Err(err), _) => {
-                tracing::warn!("cannot listen for SIGINT ({err}); stop the server by killing it");
-                std::future::pending::<()>().await;
-            }
+        tokio::select! {
+            () = received(interrupt, "SIGINT") => {}
+            () = received(terminate, "SIGTERM") => {}
         }
         stop.cancel();
+    }
+}
+
+/// Resolves when the signal arrives; never, if it cannot be listened for (said in the log).
+async fn received(signal: std::io::Result<tokio::signal::unix::Signal>, name: &str) {
+    match signal {
+        Ok(mut signal) => {
+            signal.recv().await;
+        }
+        Err(err) => {
+            tracing::warn!("cannot listen for {name} ({err}): it will not stop the server");
+            std::future::pending::<()>().await;
+        }
     }
 }
 
