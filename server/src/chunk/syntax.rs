@@ -203,11 +203,7 @@ fn collect_definitions(node: Node<'_>, language: Language, text: &str, scope: &S
                 }
                 if let Some(body) = def.body {
                     let inner = Scope {
-                        container: match (&container, &def.name) {
-                            (Some(outer), Some(name)) => Some(format!("{outer}{}{name}", path_separator(language))),
-                            (None, Some(name)) => Some(name.clone()),
-                            (outer, None) => outer.clone(),
-                        },
+                        container: nested(container.as_deref(), def.name.as_deref(), language),
                         in_type: !matches!(kind, ChunkKind::Module),
                     };
                     collect_definitions(body, language, text, &inner, out);
@@ -341,13 +337,18 @@ struct Scope {
 impl Scope {
     /// Inside an object literal bound to `name` (none: its members keep this scope's path).
     fn object(&self, name: Option<&str>, language: Language) -> Scope {
-        let container = match (&self.container, name) {
-            (Some(outer), Some(name)) => Some(format!("{outer}{}{name}", path_separator(language))),
-            (None, Some(name)) => Some(name.to_string()),
-            (outer, None) => outer.clone(),
-        };
-        Scope { container, in_type: true }
+        Scope { container: nested(self.container.as_deref(), name, language), in_type: true }
     }
+}
+
+/// The container path of what is inside `name` (a container, or an object) within `outer`.
+fn nested(outer: Option<&str>, name: Option<&str>, language: Language) -> Option<String> {
+    match (outer, name) {
+        (Some(outer), Some(name)) => Some(format!("{outer}{}{name}", path_separator(language))),
+        (None, Some(name)) => Some(name.to_string()),
+        (outer, None) => outer.map(str::to_string),
+    }
+    .filter(|c| !c.is_empty())
 }
 
 /// A JavaScript/TypeScript statement or property that binds an object literal, and that object:
@@ -577,15 +578,7 @@ impl<'a> Splitter<'a> {
                 RawRole::ContainerHeader,
             );
             let inner = Scope {
-                container: Some(match (&container, &def.name) {
-                    (Some(outer), Some(name)) => {
-                        format!("{outer}{}{name}", path_separator(self.language))
-                    }
-                    (None, Some(name)) => name.clone(),
-                    (Some(outer), None) => outer.clone(),
-                    (None, None) => String::new(),
-                })
-                .filter(|c| !c.is_empty()),
+                container: nested(container.as_deref(), def.name.as_deref(), self.language),
                 in_type: !matches!(kind, ChunkKind::Module),
             };
             self.visit_children(body, &inner);
