@@ -175,3 +175,30 @@ fn mcp_says_degraded_until_its_update_repairs_the_index() {
     assert_eq!(repaired["results"][0]["symbol"], "validate_token", "{repaired}");
     session.close();
 }
+
+/// A small object literal is one chunk of code, so its methods have no chunk of their own;
+/// `find_symbol` still finds them (qualified by the object's name) and `outline` lists them.
+#[test]
+fn find_symbol_finds_the_methods_of_a_small_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("polyglot");
+    fixture::copy_dir(Path::new(FIXTURE), &root);
+    std::fs::write(
+        root.join("lib/retry.js"),
+        "const retryPolicy = {\n  backoffDelay(attempt) {\n    return Math.min(30000, 2 ** attempt * 100);\n  },\n};\n\nmodule.exports = retryPolicy;\n",
+    )
+    .unwrap();
+    let mut session = Session::start(env!("CARGO_BIN_EXE_raggrep"), &root);
+    session.initialize();
+    wait_for_hit(&mut session, "backoffDelay", "lib/retry.js:");
+    let found = session.structured("find_symbol", json!({ "name": "backoffDelay" }));
+    let definitions = found["definitions"].as_array().cloned().unwrap_or_default();
+    assert_eq!(definitions.len(), 1, "{found}");
+    assert_eq!(definitions[0]["symbol"], "retryPolicy.backoffDelay", "{found}");
+    assert!(definitions[0]["location"].as_str().is_some_and(|l| l.starts_with("lib/retry.js:2-")), "{found}");
+    let qualified = session.structured("find_symbol", json!({ "name": "retryPolicy.backoffDelay" }));
+    assert_eq!(qualified["definitions"].as_array().map(Vec::len), Some(1), "{qualified}");
+    let outline = session.structured("outline", json!({ "path": "lib/retry.js" }));
+    assert!(outline.to_string().contains("retryPolicy.backoffDelay"), "{outline}");
+    session.close();
+}

@@ -29,6 +29,10 @@ pub struct Found {
     pub total: usize,
 }
 
+/// How many chunks mentioning a name lead to their files' outlines when the index has no
+/// definition of that name (each file is parsed again, so this bounds the cost of a miss).
+const MENTIONS: usize = 32;
+
 /// Qualified names match whatever separator the language uses.
 fn normal(symbol: &str) -> String {
     symbol.replace("::", ".")
@@ -85,7 +89,8 @@ pub fn find_definitions(snapshots: &[(PathBuf, Arc<Snapshot>)], name: &str, max:
 }
 
 /// Members (methods of classes, impls, traits …) named `name` (or qualified `wanted`) inside
-/// the indexed files that hold container chunks, from the files' syntax trees.
+/// the indexed files that hold container chunks or mention the name, from the files' syntax
+/// trees.
 fn members_named(snapshots: &[(PathBuf, Arc<Snapshot>)], name: &str, wanted: &str, max: usize) -> Found {
     let mut found = Found::default();
     for (root, snapshot) in snapshots {
@@ -100,7 +105,16 @@ fn members_named(snapshots: &[(PathBuf, Arc<Snapshot>)], name: &str, wanted: &st
                 files.push(chunk.path);
             }
         }
-        files.dedup();
+        // Members outside class-like chunks (a small object literal's methods are in a chunk of
+        // code): the files whose indexed text mentions the name, best first.
+        let short = wanted.rsplit('.').next().unwrap_or_default();
+        for (index, _) in snapshot.lexical_search(short, MENTIONS).unwrap_or_default() {
+            if let Some(chunk) = snapshot.chunk(index) {
+                files.push(chunk.path);
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        files.retain(|path| seen.insert(*path));
         for path in files {
             for definition in file_outline(root, path) {
                 let qualified = normal(&definition.symbol);
