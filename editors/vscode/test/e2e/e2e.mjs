@@ -489,6 +489,32 @@ async function main() {
   await page.screenshot({ path: path.join(artifacts, 'context.png') });
   await clearToasts();
 
+  // A server setting set in VS Code reaches the server: raggrep.defaultK = 2 in the workspace
+  // settings and the search answers two results; back at 10, more again (the fixture has more).
+  const resultCount = async () => {
+    if (!(await palette('raggrep: Semantic Search'))) return -1;
+    await page.locator('.quick-input-widget .quick-input-box input').fill(QUERY);
+    const counted = title.filter({ hasText: /— \d+ results? in/ });
+    const text = (await visible(counted, 30_000)) ? await counted.first().innerText() : '';
+    await page.keyboard.press('Escape');
+    await title.first().waitFor({ state: 'hidden', timeout: 5_000 }).catch(() => {});
+    const n = /— (\d+) results? in/.exec(text);
+    return n ? Number(n[1]) : -1;
+  };
+  const countUntil = async (wanted) => {
+    let n = -1;
+    for (const deadline = Date.now() + 20_000; !wanted(n) && Date.now() < deadline; ) n = await resultCount();
+    return n;
+  };
+  if (await editSettings({ 'raggrep.defaultK': 2 }, 'Workspace')) {
+    const two = await countUntil((n) => n === 2);
+    check('raggrep.defaultK = 2 in the workspace settings: the search answers 2 results', two === 2, `${two} results`);
+    if (await editSettings({ 'raggrep.defaultK': 10 }, 'Workspace')) {
+      const more = await countUntil((n) => n > 2);
+      check('raggrep.defaultK back at 10: more than 2 results again', more > 2, `${more} results`);
+    }
+  }
+
   // raggrep: Restart Server: a new server process replaces the old one, and the status bar
   // comes back to the chunk count.
   // A process's NUL-separated /proc file (cmdline, environ) as a list; empty once it has ended.
