@@ -398,25 +398,11 @@ async function main() {
     await peek.first().waitFor({ state: 'hidden', timeout: 5_000 }).catch(() => {});
   }
 
-  // raggrep.trace.server: the LSP traffic goes to the output channel ("messages": a line per
-  // request), none of it while "off". Show Status below sends a request.
-  const traced = () => outputLogs().some((log) => fs.readFileSync(log, 'utf8').includes("Sending request '"));
-  check('no LSP trace in the output channel while raggrep.trace.server is off', !traced());
-  const tracingOn = await editSettings({ 'raggrep.trace.server': 'messages' });
-
   // raggrep: Show Status.
   check('"raggrep: Show Status" is in the command palette', await palette('raggrep: Show Status'));
   const toast = page.locator('.notifications-toasts .notification-toast').filter({ hasText: /raggrep: .*\d+ files, \d+ chunks/ });
   check('Show Status reports files and chunks', await visible(toast, 10_000), await page.locator('.notifications-toasts').innerText().catch(() => '(no notification)'));
   await page.screenshot({ path: path.join(artifacts, 'status.png') });
-  if (tracingOn) {
-    let tracing = false;
-    for (const deadline = Date.now() + 10_000; !tracing && Date.now() < deadline; await new Promise((r) => setTimeout(r, 200))) {
-      tracing = traced();
-    }
-    check('raggrep.trace.server = messages logs the requests in the output channel', tracing, '(no "Sending request" line)');
-    await editSettings({ 'raggrep.trace.server': 'off' });
-  }
 
   const toasts = page.locator('.notifications-toasts');
   const clearToasts = async () => {
