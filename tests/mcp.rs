@@ -17,11 +17,17 @@ use serde_json::json;
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/polyglot");
 
-#[test]
-fn mcp_over_stdio() {
+/// A copy of the polyglot fixture in a temporary directory (kept while the guard lives).
+fn polyglot() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("polyglot");
     fixture::copy_dir(Path::new(FIXTURE), &root);
+    (dir, root)
+}
+
+#[test]
+fn mcp_over_stdio() {
+    let (_dir, root) = polyglot();
     let mut session = Session::start(env!("CARGO_BIN_EXE_raggrep"), &root);
 
     let init = session.initialize();
@@ -142,9 +148,7 @@ fn mcp_serves_several_roots_or_the_current_directory() {
 /// enough to look at.
 #[test]
 fn mcp_says_degraded_until_its_update_repairs_the_index() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("polyglot");
-    fixture::copy_dir(Path::new(FIXTURE), &root);
+    let (_dir, root) = polyglot();
     let indexed = std::process::Command::new(env!("CARGO_BIN_EXE_raggrep")).arg("index").arg(&root).output().unwrap();
     assert!(indexed.status.success(), "{}", String::from_utf8_lossy(&indexed.stderr));
     let lexical = root.join(".raggrep/lexical");
@@ -180,9 +184,7 @@ fn mcp_says_degraded_until_its_update_repairs_the_index() {
 /// `find_symbol` still finds them (qualified by the object's name) and `outline` lists them.
 #[test]
 fn find_symbol_finds_the_methods_of_a_small_object() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("polyglot");
-    fixture::copy_dir(Path::new(FIXTURE), &root);
+    let (_dir, root) = polyglot();
     std::fs::write(
         root.join("lib/retry.js"),
         "const retryPolicy = {\n  backoffDelay(attempt) {\n    return Math.min(30000, 2 ** attempt * 100);\n  },\n};\n\nmodule.exports = retryPolicy;\n",

@@ -31,6 +31,12 @@ impl Events for Recorder {
     }
 }
 
+/// A workspace over the 64-dimension fake embedder with default settings, and its events.
+fn fake_workspace() -> (Arc<Workspace>, Arc<Recorder>) {
+    let events = Arc::new(Recorder::default());
+    (Workspace::new(Arc::new(FakeEmbedder::new(64)), Settings::default(), events.clone()), events)
+}
+
 fn wait_updates(events: &Recorder, n: usize) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while events.updated.lock().unwrap().len() < n {
@@ -86,8 +92,7 @@ fn the_memory_budget_stops_adding_files_and_says_why() {
 fn editor_buffers_are_indexed_before_they_are_saved() {
     let dir = tempfile::tempdir().unwrap();
     tree(dir.path(), 3);
-    let events = Arc::new(Recorder::default());
-    let ws = Workspace::new(Arc::new(FakeEmbedder::new(64)), Settings::default(), events.clone());
+    let (ws, events) = fake_workspace();
     ws.add_root(dir.path(), true).unwrap();
     wait_updates(&events, 1);
     let file = dir.path().join("src/m000.rs");
@@ -110,8 +115,7 @@ fn editor_buffers_are_indexed_before_they_are_saved() {
 fn a_disabled_root_is_not_indexed_until_toggled_on() {
     let dir = tempfile::tempdir().unwrap();
     tree(dir.path(), 2);
-    let events = Arc::new(Recorder::default());
-    let ws = Workspace::new(Arc::new(FakeEmbedder::new(64)), Settings::default(), events.clone());
+    let (ws, events) = fake_workspace();
     ws.add_root(dir.path(), false).unwrap();
     assert!(!ws.is_enabled(dir.path()));
     assert!(ws.status()[0].index.is_none());
@@ -131,14 +135,12 @@ fn a_disabled_root_is_not_indexed_until_toggled_on() {
 fn a_root_is_indexing_until_its_first_update_has_run() {
     let dir = tempfile::tempdir().unwrap();
     tree(dir.path(), 2);
-    let events = Arc::new(Recorder::default());
-    let first = Workspace::new(Arc::new(FakeEmbedder::new(64)), Settings::default(), events.clone());
+    let (first, events) = fake_workspace();
     first.add_root(dir.path(), true).unwrap();
     wait_updates(&events, 1);
     first.shutdown();
 
-    let events = Arc::new(Recorder::default());
-    let ws = Workspace::new(Arc::new(FakeEmbedder::new(64)), Settings::default(), events.clone());
+    let (ws, events) = fake_workspace();
     ws.pause();
     ws.add_root(dir.path(), true).unwrap();
     let queued = &ws.status()[0];
@@ -152,8 +154,7 @@ fn a_root_is_indexing_until_its_first_update_has_run() {
     ws.shutdown();
 
     // Turned off while that first update waits: not left "indexing" for good.
-    let events = Arc::new(Recorder::default());
-    let off = Workspace::new(Arc::new(FakeEmbedder::new(64)), Settings::default(), events.clone());
+    let (off, _events) = fake_workspace();
     off.pause();
     off.add_root(dir.path(), true).unwrap();
     off.set_enabled(dir.path(), false).unwrap();
@@ -314,8 +315,7 @@ fn an_unavailable_lexical_index_is_reported_in_results() {
 fn a_named_file_updates_without_a_walk_and_new_files_still_get_one() {
     let dir = tempfile::tempdir().unwrap();
     tree(dir.path(), 20);
-    let events = Arc::new(Recorder::default());
-    let ws = Workspace::new(Arc::new(FakeEmbedder::new(64)), Settings::default(), events.clone());
+    let (ws, events) = fake_workspace();
     ws.add_root(dir.path(), true).unwrap();
     wait_updates(&events, 1);
     let last = |events: &Recorder| events.updated.lock().unwrap().last().cloned().unwrap();
