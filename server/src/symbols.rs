@@ -93,6 +93,7 @@ pub fn find_definitions(snapshots: &[(PathBuf, Arc<Snapshot>)], name: &str, max:
 /// trees.
 fn members_named(snapshots: &[(PathBuf, Arc<Snapshot>)], name: &str, wanted: &str, max: usize) -> Found {
     let mut found = Found::default();
+    let short = wanted.rsplit('.').next().unwrap_or_default();
     for (root, snapshot) in snapshots {
         let mut files: Vec<&str> = Vec::new();
         for index in 0..snapshot.chunk_count() {
@@ -107,7 +108,6 @@ fn members_named(snapshots: &[(PathBuf, Arc<Snapshot>)], name: &str, wanted: &st
         }
         // Members outside class-like chunks (a small object literal's methods are in a chunk of
         // code): the files whose indexed text mentions the name, best first.
-        let short = wanted.rsplit('.').next().unwrap_or_default();
         for (index, _) in snapshot.lexical_search(short, MENTIONS).unwrap_or_default() {
             if let Some(chunk) = snapshot.chunk(index) {
                 files.push(chunk.path);
