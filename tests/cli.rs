@@ -958,6 +958,54 @@ fn watch_pauses_on_sigusr1_and_catches_up_on_sigusr2() {
     assert!(status.success(), "raggrep watch exited with {status}");
 }
 
+#[test]
+fn watch_counts_a_close_after_writing_only_for_files_it_indexes() {
+    let ws = Workspace::polyglot();
+    let watch = Watching::start(&ws, &["--json"]);
+    assert_eq!(watch.next_event()["event"], "watching");
+    assert_eq!(watch.next_event()["event"], "updated");
+    // Updates that change nothing print nothing; the audit log records every one.
+    let updates = || {
+        let log = fs::read_to_string(ws.root().join(".raggrep/audit.jsonl")).unwrap_or_default();
+        log.lines().filter(|line| line.contains(r#""op":"index""#)).count()
+    };
+    let settled = || {
+        let mut count = updates();
+        loop {
+            std::thread::sleep(Duration::from_secs(2));
+            let now = updates();
+            if now == count {
+                return count;
+            }
+            count = now;
+        }
+    };
+    let open_and_close_for_writing = |rel: &str| {
+        drop(fs::OpenOptions::new().read(true).write(true).open(ws.root().join(rel)).unwrap());
+    };
+
+    // A database the application beside the code queries: binary, so never indexed.
+    let before = settled();
+    fs::write(ws.root().join("app.sqlite"), b"SQLite format 3\0\x10\0\x01\x01").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while updates() == before && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let before = settled();
+    assert!(before > 1, "writing app.sqlite ran no update");
+    // Opened read-write and closed unwritten, as a database client does after every query: no
+    // update (each one would walk the root).
+    open_and_close_for_writing("app.sqlite");
+    assert_eq!(settled(), before, "closing app.sqlite ran an update");
+    // The same close on an indexed file is an update: it is all a write through mmap sends.
+    open_and_close_for_writing("src/auth.py");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while updates() == before && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(updates(), before + 1, "closing src/auth.py after opening it for writing ran no update");
+}
+
 /// Python source of `n` small, different functions (`tag` keeps files apart).
 fn many_functions(tag: &str, n: usize) -> String {
     let verbs = ["parse", "render", "merge", "split", "count", "rotate", "encode", "score", "clamp", "pack"];

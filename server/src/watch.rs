@@ -2,7 +2,7 @@
 //! `raggrep watch` edits files on disk and no editor sends didSave, so the roots are watched and
 //! the changed paths are queued for an update after a short quiet period.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Weak};
@@ -28,28 +28,37 @@ fn ignored(path: &Path) -> bool {
     })
 }
 
-/// Whether an event can mean new content. Reads are not changes (the indexer reads every file it
-/// updates, so reacting would loop), but a file closed after being opened for writing is: a write
-/// through `mmap` sends no modify event at all (inotify(7)), only that close.
-fn is_change(kind: &EventKind) -> bool {
+/// What an event says about a file's content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Change {
+    /// Created, written, renamed or removed.
+    Content,
+    /// Closed after being opened for writing, and nothing else: a write through `mmap` sends no
+    /// modify event at all (inotify(7)), only this close. But so does every program that opens a
+    /// file read-write and only reads it (a database its application queries, a log), so it
+    /// counts only for a file the index holds; any other would cost a walk of the root.
+    Closed,
+}
+
+/// What `kind` says about the content, if anything. Reads are not changes (the indexer reads
+/// every file it updates, so reacting would loop).
+fn change(kind: &EventKind) -> Option<Change> {
     match kind {
-        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
-        EventKind::Access(_) => false,
-        _ => true,
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => Some(Change::Closed),
+        EventKind::Access(_) => None,
+        _ => Some(Change::Content),
     }
 }
 
 /// Watches `roots` recursively; changed paths are scheduled on `workspace` after [`DEBOUNCE`].
 /// The watch lasts as long as the returned watcher lives.
 pub fn start(workspace: &Arc<Workspace>, roots: &[PathBuf]) -> notify::Result<notify::RecommendedWatcher> {
-    let (tx, rx) = mpsc::channel::<PathBuf>();
+    let (tx, rx) = mpsc::channel::<(PathBuf, Change)>();
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| match event {
         Ok(event) => {
-            if !is_change(&event.kind) {
-                return;
-            }
+            let Some(change) = change(&event.kind) else { return };
             for path in event.paths.into_iter().filter(|p| !ignored(p)) {
-                let _ = tx.send(path);
+                let _ = tx.send((path, change));
             }
         }
         Err(err) => tracing::warn!("file watcher: {err}"),
@@ -65,23 +74,30 @@ pub fn start(workspace: &Arc<Workspace>, roots: &[PathBuf]) -> notify::Result<no
     Ok(watcher)
 }
 
-fn debounce(rx: &mpsc::Receiver<PathBuf>, workspace: &Weak<Workspace>) {
+fn debounce(rx: &mpsc::Receiver<(PathBuf, Change)>, workspace: &Weak<Workspace>) {
     // Ends when the watcher (the sender) is dropped.
-    while let Ok(first) = rx.recv() {
-        let mut changed: HashSet<PathBuf> = HashSet::from([first]);
+    while let Ok((path, change)) = rx.recv() {
+        let mut changed: HashMap<PathBuf, Change> = HashMap::from([(path, change)]);
         loop {
             match rx.recv_timeout(DEBOUNCE) {
-                Ok(path) => {
-                    changed.insert(path);
+                Ok((path, change)) => {
+                    let seen = changed.entry(path).or_insert(change);
+                    if change == Change::Content {
+                        *seen = Change::Content;
+                    }
                 }
                 Err(RecvTimeoutError::Timeout) => break,
                 Err(RecvTimeoutError::Disconnected) => return,
             }
         }
         let Some(workspace) = workspace.upgrade() else { return };
+        changed.retain(|path, change| *change == Change::Content || workspace.indexes(path));
+        if changed.is_empty() {
+            continue;
+        }
         tracing::debug!(files = changed.len(), "files changed on disk: updating");
         // The workspace coalesces these into one update per root.
-        for path in &changed {
+        for path in changed.keys() {
             workspace.schedule(path);
         }
     }
@@ -102,12 +118,12 @@ mod tests {
     }
 
     #[test]
-    fn reads_are_not_changes_but_a_close_after_writing_is() {
+    fn reads_are_not_changes_and_a_close_after_writing_is_one_of_its_own() {
         use notify::event::{CreateKind, ModifyKind};
-        assert!(!is_change(&EventKind::Access(AccessKind::Open(AccessMode::Any))));
-        assert!(!is_change(&EventKind::Access(AccessKind::Close(AccessMode::Read))));
-        assert!(is_change(&EventKind::Access(AccessKind::Close(AccessMode::Write))));
-        assert!(is_change(&EventKind::Modify(ModifyKind::Any)));
-        assert!(is_change(&EventKind::Create(CreateKind::File)));
+        assert_eq!(change(&EventKind::Access(AccessKind::Open(AccessMode::Any))), None);
+        assert_eq!(change(&EventKind::Access(AccessKind::Close(AccessMode::Read))), None);
+        assert_eq!(change(&EventKind::Access(AccessKind::Close(AccessMode::Write))), Some(Change::Closed));
+        assert_eq!(change(&EventKind::Modify(ModifyKind::Any)), Some(Change::Content));
+        assert_eq!(change(&EventKind::Create(CreateKind::File)), Some(Change::Content));
     }
 }

@@ -795,6 +795,12 @@ impl Workspace {
         crate::ask::line_range(&text, start, end)
     }
 
+    /// Whether the published index of the root holding `path` has it as an indexed file.
+    pub fn indexes(&self, path: &Path) -> bool {
+        let Some((root, rel)) = self.locate(path) else { return false };
+        self.snapshot(&root).is_some_and(|s| s.has_file(&rel))
+    }
+
     /// The latest published snapshot of a root (front doors reading chunks directly).
     pub fn snapshot(&self, root: &Path) -> Option<Arc<Snapshot>> {
         self.root(root)?.snapshot.read().ok()?.clone()

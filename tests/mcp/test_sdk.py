@@ -363,8 +363,10 @@ async def run_checks(client, root, transport):
 
 def sqlite_rows(path):
     """The rows of a vector database as Python's sqlite3 sees them (no extension needed)."""
-    import sqlite3
-    with sqlite3.connect(path) as db:
+    import contextlib, sqlite3
+    # Closed here, not when the garbage collector gets to it (a connection is in a reference
+    # cycle): a file opened read-write closes with an inotify IN_CLOSE_WRITE at that moment.
+    with contextlib.closing(sqlite3.connect(path)) as db:
         return db.execute("SELECT key, embedding_text, value, hex(embedding) FROM vector_store ORDER BY rowid").fetchall()
 
 

@@ -374,6 +374,12 @@ impl Snapshot {
         })
     }
 
+    /// Whether the file at `path` (relative to the root) is indexed; a file the walk or the
+    /// reader left out is not.
+    pub fn has_file(&self, path: &str) -> bool {
+        self.manifest.get().files.binary_search_by(|f| f.path.as_str().cmp(path)).is_ok()
+    }
+
     /// Chunks of a file, by path relative to the root.
     pub fn chunks_of(&self, path: &str) -> Vec<ChunkRef<'_>> {
         let m = self.manifest.get();
