@@ -8,7 +8,22 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # Each step with the time it starts and the disk left, so a slow run shows where its minutes went
 # and a full disk shows which step filled it.
 free_disk() { df -Ph . 2>/dev/null | awk 'NR == 2 { print $4 }'; }
-step() { printf '\n==> %s [%s, +%ds, %s free]\n' "$*" "$(date +%T)" "$SECONDS" "$(free_disk)" >&2; }
+step() {
+  printf '\n==> %s [%s, +%ds, %s free]\n' "$*" "$(date +%T)" "$SECONDS" "$(free_disk)" >&2
+  step_names+=("$*")
+  step_starts+=("$SECONDS")
+}
+step_names=()
+step_starts=()
+# Seconds per step, repeated at the end where a CI log's tail shows them: what a slow run spent on.
+step_times() {
+  local i end
+  echo "seconds per step:"
+  for i in "${!step_names[@]}"; do
+    end="${step_starts[$((i + 1))]:-$SECONDS}"
+    printf '%6d  %s\n' "$((end - step_starts[i]))" "${step_names[i]}"
+  done
+}
 log="$(mktemp)"
 # A machine-wide embedding cache of this run's own: results never depend on what an earlier run
 # (or the developer's own indexing) left in ~/.cache/raggrep/embeddings.sqlite.
@@ -41,10 +56,11 @@ client_passed=0
 client_failed=0
 client() {
   local name="$1" script="$2" out rc
+  shift 2
   step "$name"
   out="$(mktemp)"
   set +e
-  RAGGREP_BIN="$PWD/target/debug/raggrep" bash "$script" 2>&1 | tee "$out"
+  RAGGREP_BIN="$PWD/target/debug/raggrep" bash "$script" "$@" 2>&1 | tee "$out"
   rc=${PIPESTATUS[0]}
   set -e
   read -r p f < <(tail -n 1 "$out" | awk '{ print $1 + 0, $3 + 0 }')
@@ -121,6 +137,7 @@ failed=$(awk '/^test result:/ { for (i = 1; i < NF; i++) if ($(i+1) ~ /^failed/)
 passed=$((passed + client_passed))
 failed=$((failed + client_failed))
 echo
+step_times
 echo "build outputs: $(du -sh target 2>/dev/null | cut -f1) in target/, $(du -sh fuzz/target 2>/dev/null | cut -f1) in fuzz/target/; $(free_disk) free"
 echo "tests: ${passed} passed, ${failed} failed (editor clients: ${client_passed} passed, ${client_failed} failed)"
 [[ $failed -eq 0 ]]
