@@ -79,9 +79,9 @@ else
   echo "FAIL scripts/package.sh --quick" >&2
   client_failed=$((client_failed + 1))
 fi
-# Fuzzing: each decoder target for 30 s from the seeds in fuzz/corpus (cargo-fuzz, nightly);
-# longer runs: bash scripts/fuzz.sh SECONDS.
-client "fuzzing (cargo-fuzz, 30 s per target)" scripts/fuzz.sh 30
+# Fuzzing: each decoder target for 30 s from the seeds in fuzz/corpus (cargo-fuzz, nightly), an
+# unoptimised build (a release one is ~20 of a cold run's minutes); real runs: bash scripts/fuzz.sh SECONDS.
+client "fuzzing (cargo-fuzz, unoptimised build, 30 s per target)" scripts/fuzz.sh --quick 30
 client "Neovim client in a real headless Neovim 0.11" editors/nvim/test/run.sh
 client "Helix client in the real Helix 25.01 (tmux)" editors/helix/test/run.sh
 # VS Code: unit tests, both .vsix, then the platform .vsix in code-server 1.100 in headless
