@@ -444,6 +444,12 @@ fn settings_filters_folders_and_log_levels() {
     client.wait_for("the refused k", |m| logged(m, "defaultK must be at least 1; keeping 2"));
     let search = client.command("raggrep.search", json!({"query": "validate token"}));
     assert_eq!(search["results"].as_array().map(Vec::len), Some(2), "defaultK stays 2: {search}");
+
+    // A value of the wrong type is refused alone: the valid key beside it applies.
+    client.notify("workspace/didChangeConfiguration", json!({"settings": {"maxFileSize": "big", "defaultK": 3}}));
+    client.wait_for("the refused size", |m| logged(m, "ignoring the setting maxFileSize"));
+    let search = client.command("raggrep.search", json!({"query": "validate token"}));
+    assert_eq!(search["results"].as_array().map(Vec::len), Some(3), "defaultK is 3: {search}");
     assert_eq!(client.shutdown_and_exit(), 0);
 }
 

@@ -256,12 +256,16 @@ impl Backend {
         let Some(map) = object.as_object() else { return Vec::new() };
         let unknown: Vec<String> = map.keys().filter(|k| !SETTING_KEYS.contains(&k.as_str())).cloned().collect();
         let mut settings = self.state.settings.lock().map(|s| s.clone()).unwrap_or_default();
+        // Key by key: a value of the wrong type costs that key, not the valid ones beside it.
         let mut merged = serde_json::to_value(&settings).unwrap_or_default();
-        if let Some(target) = merged.as_object_mut() {
-            for (k, v) in map {
-                if SETTING_KEYS.contains(&k.as_str()) {
-                    target.insert(k.clone(), v.clone());
-                }
+        for (key, value) in map.iter().filter(|(k, _)| SETTING_KEYS.contains(&k.as_str())) {
+            let mut candidate = merged.clone();
+            if let Some(target) = candidate.as_object_mut() {
+                target.insert(key.clone(), value.clone());
+            }
+            match serde_json::from_value::<Settings>(candidate.clone()) {
+                Ok(_) => merged = candidate,
+                Err(err) => tracing::warn!("ignoring the setting {key}: {err}"),
             }
         }
         match serde_json::from_value::<Settings>(merged) {
