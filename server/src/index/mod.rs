@@ -377,13 +377,18 @@ impl Snapshot {
     /// Whether the file at `path` (relative to the root) is indexed; a file the walk or the
     /// reader left out is not.
     pub fn has_file(&self, path: &str) -> bool {
-        self.manifest.get().files.binary_search_by(|f| f.path.as_str().cmp(path)).is_ok()
+        self.file_position(path).is_some()
+    }
+
+    /// Where the file at `path` is in the manifest's file list (sorted by path).
+    fn file_position(&self, path: &str) -> Option<usize> {
+        self.manifest.get().files.binary_search_by(|f| f.path.as_str().cmp(path)).ok()
     }
 
     /// Chunks of a file, by path relative to the root.
     pub fn chunks_of(&self, path: &str) -> Vec<ChunkRef<'_>> {
         let m = self.manifest.get();
-        let Ok(file_index) = m.files.binary_search_by(|f| f.path.as_str().cmp(path)) else {
+        let Some(file_index) = self.file_position(path) else {
             return Vec::new();
         };
         let file = &m.files[file_index];
