@@ -263,7 +263,7 @@ impl Backend {
             if let Some(target) = candidate.as_object_mut() {
                 target.insert(key.clone(), value.clone());
             }
-            match serde_json::from_value::<Settings>(candidate.clone()) {
+            match <Settings as serde::Deserialize>::deserialize(&candidate) {
                 Ok(_) => merged = candidate,
                 Err(err) => tracing::warn!("ignoring the setting {key}: {err}"),
             }
