@@ -980,6 +980,13 @@ fn watch_counts_a_close_after_writing_only_for_files_it_indexes() {
             count = now;
         }
     };
+    // Waits up to a minute for an update after the `before`th.
+    let after = |before: usize| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while updates() == before && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
     let open_and_close_for_writing = |rel: &str| {
         drop(fs::OpenOptions::new().read(true).write(true).open(ws.root().join(rel)).unwrap());
     };
@@ -987,10 +994,7 @@ fn watch_counts_a_close_after_writing_only_for_files_it_indexes() {
     // A database the application beside the code queries: binary, so never indexed.
     let before = settled();
     fs::write(ws.root().join("app.sqlite"), b"SQLite format 3\0\x10\0\x01\x01").unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while updates() == before && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    after(before);
     let before = settled();
     assert!(before > 1, "writing app.sqlite ran no update");
     // Opened read-write and closed unwritten, as a database client does after every query: no
@@ -999,10 +1003,7 @@ fn watch_counts_a_close_after_writing_only_for_files_it_indexes() {
     assert_eq!(settled(), before, "closing app.sqlite ran an update");
     // The same close on an indexed file is an update: it is all a write through mmap sends.
     open_and_close_for_writing("src/auth.py");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while updates() == before && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    after(before);
     assert_eq!(updates(), before + 1, "closing src/auth.py after opening it for writing ran no update");
 }
 
