@@ -80,7 +80,7 @@ else
   client_failed=$((client_failed + 1))
 fi
 # Fuzzing: each decoder target for 30 s from the seeds in fuzz/corpus (cargo-fuzz, nightly), an
-# unoptimised build (a release one is ~20 of a cold run's minutes); real runs: bash scripts/fuzz.sh SECONDS.
+# unoptimised build (6 min from nothing; see scripts/fuzz.sh); real runs: bash scripts/fuzz.sh SECONDS.
 client "fuzzing (cargo-fuzz, unoptimised build, 30 s per target)" scripts/fuzz.sh --quick 30
 client "Neovim client in a real headless Neovim 0.11" editors/nvim/test/run.sh
 client "Helix client in the real Helix 25.01 (tmux)" editors/helix/test/run.sh
