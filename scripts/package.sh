@@ -134,6 +134,13 @@ with zipfile.ZipFile(path, "w") as out:
         out.writestr(fixed, data, compresslevel=9)
 PY
 mv "$vsix.tmp" "$vsix"
+# The Marketplace takes larger packages, but every user downloads this one whole; the editor test
+# holds the quick package's other files to the budget less the release server's share.
+vsix_mb=$(( $(stat -c %s "$vsix") / 1000000 ))
+if [[ $profile == release ]] && (( vsix_mb >= 60 )); then
+  echo "package: $vsix is $vsix_mb MB, over the extension's 60 MB budget" >&2
+  exit 1
+fi
 
 (cd dist && sha256sum -- *.tar.gz *.vsix 2>/dev/null >SHA256SUMS.tmp || true; mv SHA256SUMS.tmp SHA256SUMS)
 echo "package: $repo/$tarball ($(du -h "$tarball" | cut -f1); $(tar -tzf "$tarball" | wc -l) entries)" >&2

@@ -6,7 +6,7 @@
 # 1. build: npm ci, type check, esbuild bundle, `vsce package` → editors/vscode/raggrep.vsix
 #    (the extension without a server), and what `vsce ls` would ship;
 # 2. the platform package raggrep-linux-x64[-debug].vsix (scripts/package.sh: the extension with
-#    its own server, model and runtime): only the files it should ship, under 60 MB;
+#    its own server, model and runtime): only the files it should ship, within the 60 MB budget;
 # 3. unit tests of the result mapping and server discovery (node --test);
 # 4. setup for the end-to-end test (test/setup-e2e.sh: Debian's chromium, code-server 4.100.3;
 #    cached under $RAGGREP_HOME/tools, ~1.5 min the first time, ~0 s after);
@@ -99,8 +99,16 @@ if [ -f "$platform_vsix" ]; then
   fi
   target="$(unzip -p "$platform_vsix" extension.vsixmanifest | grep -o 'TargetPlatform="[^"]*"')"
   [ "$target" = 'TargetPlatform="linux-x64"' ] && ok "the platform .vsix targets linux-x64" || fail "platform .vsix target: [$target]"
-  size_mb=$(( $(stat -c %s "$platform_vsix") / 1000000 ))
-  [ "$size_mb" -lt 60 ] && ok "the platform .vsix is under 60 MB (${size_mb} MB)" || fail "the platform .vsix is ${size_mb} MB (budget 60 MB)"
+  # The 60 MB budget is the release package's, and scripts/package.sh refuses a release .vsix over
+  # it. This package holds the debug server (14 MB compressed with unoptimised dependencies, the
+  # release one 9.6 MB): the rest (extension, model, runtime) is held to the budget less 10 MB.
+  server_bytes="$(unzip -v "$platform_vsix" extension/bin/raggrep | awk '$NF == "extension/bin/raggrep" { print $3 }')"
+  rest_mb=$(( ($(stat -c %s "$platform_vsix") - ${server_bytes:-0}) / 1000000 ))
+  if [ -n "$server_bytes" ] && [ "$rest_mb" -lt 50 ]; then
+    ok "the platform .vsix without its server is under 50 MB, the 60 MB budget less the release server's 10 (${rest_mb} MB)"
+  else
+    fail "the platform .vsix without its server is ${rest_mb} MB (budget 50 MB; server entry: ${server_bytes:-not found})"
+  fi
 else
   fail "no platform .vsix (scripts/package.sh --quick)"
 fi
