@@ -44,7 +44,7 @@ step "cargo test"
 cargo test --locked 2>&1 | tee "$log"
 
 # The benchmarks' quick modes below run in the test profile (`cargo test --bench`): their numbers
-# are not asserted, and a fresh clone then builds the dependencies once (dev, opt-level 2) instead
+# are not asserted, and a fresh clone then builds the dependencies once (dev, unoptimised) instead
 # of a second time for the bench profile. BENCHMARKS.md's numbers come from `cargo bench`.
 step "benchmarks compile"
 cargo test --locked --benches --no-run
