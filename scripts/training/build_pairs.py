@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Build (query, code) training pairs for raggrep's learned ranking parts (issue 16).
 
-Usage:  scripts/training/build_pairs.sh [--max-per-package N] [--only NAME,...]
+Usage:  scripts/training/build_pairs.sh [--max-per-package N] [--only NAME,...] [--out DIR]
+                                       [--typescript-from-source-maps]
         (runs this file in the benchmark's tree-sitter venv, created by benches/retrieval/build.sh)
 
 Sources: ONLY packages of ../shared/training-packages.md, at the versions pinned in PACKAGES
@@ -231,12 +232,50 @@ def symbol_path(f) -> str:
     return f"{f.owner}{'::' if f.language == 'rust' else '.'}{f.name}"
 
 
-def extract_pairs(pkg, artifact: str, work: str) -> tuple[list[dict], dict]:
+def recover_typescript(root: str) -> int:
+    """Puts back the TypeScript a compiled file came from, when its source map carries it.
+
+    Some allowed npm packages are written in TypeScript but ship per-file compiled JavaScript,
+    each file with a map whose `sourcesContent` is the package's own source (typeorm: ~500
+    files). A map with exactly one .ts/.tsx source is one compiled file, not a bundle: the
+    source replaces the compiled file, beside it with its own extension. Files a package ships
+    as TypeScript already, and maps under excluded directories (dist/, tests), are left alone.
+    """
+    recovered = 0
+    for rel in B.list_files(root):
+        compiled = rel[:-len(".map")]
+        if not rel.endswith((".js.map", ".mjs.map", ".cjs.map")) or B.source_language(compiled) is None:
+            continue
+        try:
+            with open(os.path.join(root, rel), encoding="utf-8") as fh:
+                source_map = json.load(fh)
+        except (OSError, ValueError):
+            continue
+        sources, contents = source_map.get("sources") or [], source_map.get("sourcesContent") or []
+        if len(sources) != 1 or len(contents) != 1 or not isinstance(contents[0], str) or not contents[0]:
+            continue
+        ext = os.path.splitext(sources[0])[1]
+        if ext not in (".ts", ".tsx") or sources[0].endswith(".d.ts"):
+            continue
+        target = os.path.join(root, os.path.splitext(compiled)[0] + ext)
+        if os.path.exists(target):
+            continue
+        with open(target, "w", encoding="utf-8") as fh:
+            fh.write(contents[0])
+        if os.path.exists(os.path.join(root, compiled)):
+            os.remove(os.path.join(root, compiled))
+        recovered += 1
+    return recovered
+
+
+def extract_pairs(pkg, artifact: str, work: str, from_source_maps: bool = False) -> tuple[list[dict], dict]:
     corpus = os.path.join(work, "corpus")
     B.unpack(pkg, artifact, corpus)
     root = descend(corpus) if pkg.source == "debian" else corpus
     stats = {k: 0 for k in ("source_files", "generated_files", "parse_errors", "test_functions",
                             "functions_with_doc", "doc_shares_line")}
+    if from_source_maps and pkg.source == "npm":
+        stats["recovered_typescript_files"] = recover_typescript(root)
     funcs, originals = B.extract(root, stats)
     dropped = {k: 0 for k in ("extern-or-min", "short", "boilerplate", "name-echo")}
     rows = []
@@ -273,6 +312,11 @@ def main() -> None:
     ap.add_argument("--only", help="comma-separated package names (default: all)")
     ap.add_argument("--first-batch", action="store_true",
                     help="only the first batch: the pairs every part but the query model was trained on")
+    ap.add_argument("--typescript-from-source-maps", action="store_true",
+                    help="npm packages: extract from the TypeScript their per-file source maps "
+                         "carry instead of the compiled JavaScript (no shipped model used this yet)")
+    ap.add_argument("--out", help="output directory (default: the training directory; downloads "
+                                  "are still read from and cached there)")
     ap.add_argument("--missing-crates", action="store_true",
                     help="print 'name version' of each pinned crate not in the cargo cache, and exit")
     args = ap.parse_args()
@@ -282,8 +326,8 @@ def main() -> None:
                 print(p.name, p.version)
         return
     t0 = time.time()
-    out = training_dir()
-    downloads = os.path.join(out, "downloads")
+    out = args.out or training_dir()
+    downloads = os.path.join(training_dir(), "downloads")
     os.makedirs(out, exist_ok=True)
     lock = {"comment": "sha256 of every training artifact; written by build_pairs.py on first "
                        "download, verified on every run", "packages": {}}
@@ -304,7 +348,8 @@ def main() -> None:
                 raise Skip("download failed (see the line above)")
             with tempfile.TemporaryDirectory(prefix="raggrep-train-", dir=out) as work:
                 try:
-                    rows, info = extract_pairs(pkg, path, os.path.join(work, "pkg"))
+                    rows, info = extract_pairs(pkg, path, os.path.join(work, "pkg"),
+                                               args.typescript_from_source_maps)
                 except SystemExit:
                     raise Skip("unpacking failed (see the line above)")
         except Skip as e:
@@ -353,6 +398,7 @@ def main() -> None:
     for r in all_rows:
         by_lang[r["language"]] = by_lang.get(r["language"], 0) + 1
     manifest = {"built_by": "scripts/training/build_pairs.py", "seed": SEED,
+                "typescript_from_source_maps": args.typescript_from_source_maps,
                 "max_per_package": args.max_per_package, "total_pairs": len(all_rows),
                 "pairs_by_language": by_lang, "packages": entries, "skipped": skipped}
     B.write_atomic(os.path.join(out, "pairs.manifest.json"), json.dumps(manifest, indent=2) + "\n")
