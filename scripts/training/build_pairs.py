@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Build (query, code) training pairs for raggrep's learned ranking parts (issue 16).
 
-Usage:  scripts/training/build_pairs.sh [--max-per-package N] [--only NAME,...] [--out DIR]
+Usage:  scripts/training/build_pairs.sh [--max-per-package N] [--only NAME,...] [--skip NAME,...] [--out DIR]
                                        [--typescript-from-source-maps]
         (runs this file in the benchmark's tree-sitter venv, created by benches/retrieval/build.sh)
 
@@ -310,6 +310,7 @@ def main() -> None:
     ap.add_argument("--max-per-package", type=int, default=1500,
                     help="keep at most N pairs per package (seeded sample; default 1500)")
     ap.add_argument("--only", help="comma-separated package names (default: all)")
+    ap.add_argument("--skip", default="", help="comma-separated package names to leave out")
     ap.add_argument("--first-batch", action="store_true",
                     help="only the first batch: the pairs every part but the query model was trained on")
     ap.add_argument("--typescript-from-source-maps", action="store_true",
@@ -335,6 +336,7 @@ def main() -> None:
         with open(LOCK_PATH) as fh:
             lock = json.load(fh)
     pkgs = [p for p in PACKAGES if (not args.only or p.name in args.only.split(","))
+            and p.name not in args.skip.split(",")
             and (not args.first_batch or p.id in FIRST_BATCH_IDS)]
     bench_q = benchmark_queries()
     seen_q, seen_code = set(), set()
