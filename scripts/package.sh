@@ -138,7 +138,8 @@ mv "$vsix.tmp" "$vsix"
 # holds the quick package's other files to the budget less the release server's share.
 vsix_mb=$(( $(stat -c %s "$vsix") / 1000000 ))
 if [[ $profile == release ]] && (( vsix_mb >= 60 )); then
-  echo "package: $vsix is $vsix_mb MB, over the extension's 60 MB budget" >&2
+  echo "package: $vsix would be $vsix_mb MB, over the extension's 60 MB budget (not kept)" >&2
+  rm -f "$vsix"
   exit 1
 fi
 
