@@ -193,6 +193,9 @@ def main() -> None:
                          "out/query-model-int8.onnx (default: all-MiniLM-L6-v2)")
     ap.add_argument("--val-frac", type=float, default=0.2)
     ap.add_argument("--seed", type=int, default=16)
+    ap.add_argument("--split-seed", type=int, default=None,
+                    help="seed of the train/validation package split (default: --seed); keep it "
+                         "at 16 to vary only the training's own randomness against the shipped split")
     ap.add_argument("--out", default=os.path.join(HERE, "out"))
     ap.add_argument("--tag", default="query_tower")
     ap.add_argument("--documents", default=INT8,
@@ -248,7 +251,8 @@ def main() -> None:
         params = T.start_params(args.init, params, names, keep=frozen_names)
         log(f"initialised from {args.init} ({len(params)} tensors)")
 
-    train_p, val_p = split_packages(manifest, args.val_frac, args.seed)
+    split_seed = args.seed if args.split_seed is None else args.split_seed
+    train_p, val_p = split_packages(manifest, args.val_frac, split_seed)
     train_idx = [i for i, r in enumerate(rows) if r["package"] in set(train_p)]
     val_idx = [i for i, r in enumerate(rows) if r["package"] in set(val_p)]
     log(f"train: {len(train_idx)} pairs / {len(train_p)} packages; validation: {len(val_idx)} "
@@ -365,7 +369,7 @@ def main() -> None:
         "params_npz": npz, "params_sha256": T.params_sha256(full),
         "base_model": FP32, "init": args.init or None, "document_vectors": args.documents,
         "jax": jax.__version__, "forward_check_min_cosine_vs_onnxruntime_fp32": cos_check,
-        "seed": args.seed,
+        "seed": args.seed, "split_seed": split_seed,
         "hyperparameters": {k: getattr(args, k) for k in (
             "epochs", "batch", "lr", "warmup", "weight_decay", "tau", "negatives", "chunk_pool",
             "train_embeddings",
