@@ -237,14 +237,17 @@ def recover_typescript(root: str) -> int:
 
     Some allowed npm packages are written in TypeScript but ship per-file compiled JavaScript,
     each file with a map whose `sourcesContent` is the package's own source (typeorm: 997
-    files, each shipped twice). A map with exactly one .ts/.tsx source is one compiled file, not a bundle: the
-    source replaces the compiled file, beside it with its own extension. Files a package ships
-    as TypeScript already, and maps under excluded directories (dist/, tests), are left alone.
+    files, each shipped twice). A map with exactly one .ts/.tsx source is one compiled file,
+    not a bundle: the source replaces the compiled file, beside it with its own extension.
+    Files a package ships as TypeScript already, and maps under excluded directories (dist/,
+    tests), are left alone.
     """
     recovered = 0
     for rel in B.list_files(root):
+        if not rel.endswith((".js.map", ".mjs.map", ".cjs.map")):
+            continue
         compiled = rel[:-len(".map")]
-        if not rel.endswith((".js.map", ".mjs.map", ".cjs.map")) or B.source_language(compiled) is None:
+        if B.source_language(compiled) is None:
             continue
         try:
             with open(os.path.join(root, rel), encoding="utf-8") as fh:
@@ -262,8 +265,9 @@ def recover_typescript(root: str) -> int:
             continue
         with open(target, "w", encoding="utf-8") as fh:
             fh.write(contents[0])
-        if os.path.exists(os.path.join(root, compiled)):
-            os.remove(os.path.join(root, compiled))
+        compiled_path = os.path.join(root, compiled)
+        if os.path.exists(compiled_path):
+            os.remove(compiled_path)
         recovered += 1
     return recovered
 
@@ -335,8 +339,9 @@ def main() -> None:
     if os.path.exists(LOCK_PATH):
         with open(LOCK_PATH) as fh:
             lock = json.load(fh)
+    skip = [n for n in args.skip.split(",") if n]
     pkgs = [p for p in PACKAGES if (not args.only or p.name in args.only.split(","))
-            and p.name not in args.skip.split(",")
+            and p.name not in skip
             and (not args.first_batch or p.id in FIRST_BATCH_IDS)]
     bench_q = benchmark_queries()
     seen_q, seen_code = set(), set()
@@ -403,7 +408,7 @@ def main() -> None:
                 "typescript_from_source_maps": args.typescript_from_source_maps,
                 "max_per_package": args.max_per_package, "total_pairs": len(all_rows),
                 "pairs_by_language": by_lang, "packages": entries, "skipped": skipped,
-                "left_out_on_request": [n for n in args.skip.split(",") if n]}
+                "left_out_on_request": skip}
     B.write_atomic(os.path.join(out, "pairs.manifest.json"), json.dumps(manifest, indent=2) + "\n")
     B.log(f"{'package':32s} {'lang':11s} {'pairs':>6s}")
     for e in entries:
