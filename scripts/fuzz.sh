@@ -7,8 +7,8 @@
 # --quick builds without optimisation (what scripts/test.sh runs): 6 min from nothing on 2 cores.
 # A release fuzz build optimises every crate as one codegen unit; from nothing it was not timed,
 # but an opt-level 1 build took 19 min and the raggrep crate alone takes 8 in release. Each target
-# runs 7 to 100 times fewer inputs a second unoptimised. Enough to replay the seeds and explore a little on every run;
-# a real search for bugs is a long run without it.
+# runs 7 to 100 times fewer inputs a second unoptimised: enough to replay the seeds and explore a
+# little on every run; a real search for bugs is a long run without it.
 #
 # cargo-fuzz is installed once into $RAGGREP_HOME/tools/cargo-fuzz (default ~/.cache/raggrep);
 # the nightly toolchain must be there (`rustup toolchain install nightly`). Runs start from a
