@@ -477,9 +477,9 @@ async function main() {
 
   // A server setting set in VS Code reaches the server: raggrep.defaultK = 2 in the workspace
   // settings and the search answers two results; back at 10, more again (the fixture has more).
-  const resultCount = async () => {
+  const resultCount = async (query = QUERY) => {
     if (!(await palette('raggrep: Semantic Search'))) return -1;
-    await page.locator('.quick-input-widget .quick-input-box input').fill(QUERY);
+    await page.locator('.quick-input-widget .quick-input-box input').fill(query);
     const counted = title.filter({ hasText: /— \d+ results? in/ });
     const text = (await visible(counted, 30_000)) ? await counted.first().innerText() : '';
     await page.keyboard.press('Escape');
@@ -498,6 +498,30 @@ async function main() {
     if (await editSettings({ 'raggrep.defaultK': 10 }, 'Workspace')) {
       const more = await countUntil((n) => n > 2);
       check('raggrep.defaultK back at 10: more than 2 results again', more > 2, `${more} results`);
+    }
+  }
+
+  // raggrep.trace.server = "verbose": the LSP traffic, with each message's parameters, lands in
+  // the output channel (the client sends the server $/setTrace, which must not upset it); back at
+  // "off", a search leaves no trace there. Each search has its own query, so the log tells them apart.
+  const traced = (query) => {
+    const request = new RegExp(`\\[Trace - [^\\]]+\\] Sending request 'workspace/executeCommand - \\(\\d+\\)'\\.\\s*Params: \\{[^\\[]*"command": "raggrep\\.search",\\s*"arguments": \\[\\s*\\{\\s*"query": "${query}"`);
+    return outputLogs().some((log) => request.test(fs.readFileSync(log, 'utf8')));
+  };
+  const TRACED = 'traced: where is the token checked';
+  const UNTRACED = 'untraced: where is the token checked';
+  if (await editSettings({ 'raggrep.trace.server': 'verbose' })) {
+    let seen = false;
+    for (const deadline = Date.now() + 20_000; !seen && Date.now() < deadline; ) {
+      const n = await resultCount(TRACED);
+      seen = n > 0 && traced(TRACED);
+    }
+    const answered = / Received response 'workspace\/executeCommand - \(\d+\)' in \d+ms\./;
+    check('raggrep.trace.server = "verbose": the search request and its parameters are in the output channel', seen && outputLogs().some((log) => answered.test(fs.readFileSync(log, 'utf8'))), '(no "Sending request" line with the query)');
+    if (await editSettings({ 'raggrep.trace.server': 'off' })) {
+      const n = await resultCount(UNTRACED);
+      await new Promise((r) => setTimeout(r, 1_000));
+      check('raggrep.trace.server back at "off": a search answers and leaves no trace', n > 0 && !traced(UNTRACED), `${n} results, traced: ${traced(UNTRACED)}`);
     }
   }
 
