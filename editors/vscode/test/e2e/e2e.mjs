@@ -505,7 +505,8 @@ async function main() {
   // the output channel (the client sends the server $/setTrace, which must not upset it); back at
   // "off", a search leaves no trace there. Each search has its own query, so the log tells them apart.
   const traced = (query) => {
-    const request = new RegExp(`\\[Trace - [^\\]]+\\] Sending request 'workspace/executeCommand - \\(\\d+\\)'\\.\\s*Params: \\{[^\\[]*"command": "raggrep\\.search",\\s*"arguments": \\[\\s*\\{\\s*"query": "${query}"`);
+    const literal = query.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    const request = new RegExp(`\\[Trace - [^\\]]+\\] Sending request 'workspace/executeCommand - \\(\\d+\\)'\\.\\s*Params: \\{[^\\[]*"command": "raggrep\\.search",\\s*"arguments": \\[\\s*\\{\\s*"query": "${literal}"`);
     return outputLogs().some((log) => request.test(fs.readFileSync(log, 'utf8')));
   };
   const TRACED = 'traced: where is the token checked';
