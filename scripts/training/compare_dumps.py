@@ -20,7 +20,6 @@ split), `validation` for the fusion data's held-out packages.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
@@ -29,8 +28,6 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import fit_fusion as ff  # noqa: E402
-
-WEIGHTS = os.path.join(HERE, "..", "..", "server", "src", "search", "learned_fusion.json")
 
 
 def per_query(path: str, split: str | None, score) -> dict:
@@ -47,17 +44,12 @@ def per_query(path: str, split: str | None, score) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--split", choices=["tune", "test", "validation"], required=True)
-    ap.add_argument("--weights", default=WEIGHTS, help="fusion weights (default: the shipped ones)")
+    ap.add_argument("--weights", default=ff.SHIPPED_WEIGHTS, help="fusion weights (default: the shipped ones)")
     ap.add_argument("--draws", type=int, default=2000)
     ap.add_argument("base")
     ap.add_argument("candidates", nargs="+")
     args = ap.parse_args()
-    weights = json.load(open(args.weights, encoding="utf-8"))
-    mu, sd, w = (np.array(weights[k]) for k in ("mean", "std", "weights"))
-
-    def score(X):
-        return ((X - mu) / sd) @ w
-
+    score = ff.shipped_scorer(args.weights)
     split = "validation" if args.split == "validation" else None
     base = per_query(args.base, split, score)
     if not base:

@@ -26,7 +26,6 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import embed as E  # noqa: E402
 import fit_fusion as ff  # noqa: E402
@@ -58,8 +57,7 @@ def main() -> None:
     ap.add_argument("--alphas", default="0,0.25,0.5,1,2,4,1000")
     args = ap.parse_args()
 
-    fusion = json.load(open(os.path.join(ROOT, "server/src/search/learned_fusion.json")))
-    mu, sd, w = (np.array(fusion[k]) for k in ("mean", "std", "weights"))
+    fusion_score = ff.shipped_scorer()
     rows = [r for r in ff.load(args.dump) if not args.split or r.get("split") == args.split]
     queries = {}
     with open(os.path.join(args.data, "queries.jsonl")) as fh:
@@ -116,7 +114,7 @@ def main() -> None:
     for it in items:
         if it["X"] is None:
             continue
-        f = ff.forward((it["X"] - mu) / sd, {"w": w})[0]
+        f = fusion_score(it["X"])
         it["fusion"] = f
         it["top"] = list(np.argsort(-f, kind="stable")[:args.top])
         for i in it["top"]:

@@ -33,10 +33,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fit_fusion import distinct, load, overlaps  # noqa: E402
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-FUSION = os.path.join(HERE, "..", "..", "server", "src", "search", "learned_fusion.json")
+from fit_fusion import distinct, load, overlaps, shipped_scorer  # noqa: E402
 
 # Positions in learned.rs FEATURES.
 COSINE, SYMBOL_OVERLAP, PATH_OVERLAP = 4, 5, 6
@@ -64,8 +61,7 @@ def signals(X: np.ndarray, linear: np.ndarray, kept: list[int]) -> list[float]:
     ]
 
 
-def prepare(rows, fusion):
-    mu, sd, w = (np.array(fusion[k], dtype=np.float64) for k in ("mean", "std", "weights"))
+def prepare(rows, fusion_score):
     out = []
     for r in rows:
         cands = r["candidates"]
@@ -73,7 +69,7 @@ def prepare(rows, fusion):
             continue
         X = np.array([c[3] for c in cands], dtype=np.float64)
         # The engine scores in f32; the order is what matters here and ties are rare.
-        linear = ((X - mu) / sd) @ w
+        linear = fusion_score(X)
         order = sorted(range(len(linear)), key=lambda i: (-linear[i], i))
         spans = [(c[0], c[1], c[2]) for c in cands]
         kept = distinct(order, spans)
@@ -168,9 +164,9 @@ def main() -> int:
     ap.add_argument("--signals", default=",".join(SHIPPED),
                     help=f"signals to use (ablations), from {','.join(SIGNALS)}")
     args = ap.parse_args()
-    fusion = json.load(open(FUSION, encoding="utf-8"))
+    fusion_score = shipped_scorer()
     use = [SIGNALS.index(s) for s in args.signals.split(",")]
-    items = prepare(load(args.train, foreign=True), fusion)
+    items = prepare(load(args.train, foreign=True), fusion_score)
     for it in items:
         it["x"] = [it["x"][i] for i in use]
     train = [it for it in items if it["split"] == "train"]
@@ -200,7 +196,7 @@ def main() -> int:
                "validation": evaluate(val, w, b, mu, sd, args.threshold)}
     for spec in args.report:
         name, path = spec.split("=", 1)
-        rep = prepare(load(path, foreign=True), fusion)
+        rep = prepare(load(path, foreign=True), fusion_score)
         for it in rep:
             it["x"] = [it["x"][i] for i in use]
         results[name] = evaluate(rep, w, b, mu, sd, args.threshold)

@@ -186,6 +186,19 @@ def forward(Z, P):
     return s + h @ P["out"], h
 
 
+# The fusion the engine ships (fit_fusion.sh writes it; the engine compiles it in).
+SHIPPED_WEIGHTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "server", "src",
+                               "search", "learned_fusion.json")
+
+
+def shipped_scorer(path: str = SHIPPED_WEIGHTS):
+    """The learned score of a candidate's raw features (…×F) under a fitted weights file."""
+    with open(path, encoding="utf-8") as fh:
+        fusion = json.load(fh)
+    mu, sd, w = (np.array(fusion[k], dtype=np.float64) for k in ("mean", "std", "weights"))
+    return lambda X: forward((X - mu) / sd, {"w": w})[0]
+
+
 def report(name, items, P, mu, sd, log):
     out = {}
     for lang in ["all"] + sorted({it["language"] for it in items}):
