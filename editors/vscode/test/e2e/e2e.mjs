@@ -504,10 +504,10 @@ async function main() {
   // raggrep.trace.server = "verbose": the LSP traffic, with each message's parameters, lands in
   // the output channel (the client sends the server $/setTrace, which must not upset it); back at
   // "off", a search leaves no trace there. Each search has its own query, so the log tells them apart.
+  const inOutput = (pattern) => outputLogs().some((log) => pattern.test(fs.readFileSync(log, 'utf8')));
   const traced = (query) => {
     const literal = query.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-    const request = new RegExp(`\\[Trace - [^\\]]+\\] Sending request 'workspace/executeCommand - \\(\\d+\\)'\\.\\s*Params: \\{[^\\[]*"command": "raggrep\\.search",\\s*"arguments": \\[\\s*\\{\\s*"query": "${literal}"`);
-    return outputLogs().some((log) => request.test(fs.readFileSync(log, 'utf8')));
+    return inOutput(new RegExp(`\\[Trace - [^\\]]+\\] Sending request 'workspace/executeCommand - \\(\\d+\\)'\\.\\s*Params: \\{[^\\[]*"command": "raggrep\\.search",\\s*"arguments": \\[\\s*\\{\\s*"query": "${literal}"`));
   };
   const TRACED = 'traced: where is the token checked';
   const UNTRACED = 'untraced: where is the token checked';
@@ -518,11 +518,12 @@ async function main() {
       seen = n > 0 && traced(TRACED);
     }
     const answered = / Received response 'workspace\/executeCommand - \(\d+\)' in \d+ms\./;
-    check('raggrep.trace.server = "verbose": the search request and its parameters are in the output channel', seen && outputLogs().some((log) => answered.test(fs.readFileSync(log, 'utf8'))), '(no "Sending request" line with the query)');
+    check('raggrep.trace.server = "verbose": the search request and its parameters are in the output channel', seen && inOutput(answered), seen ? '(no "Received response" line)' : '(no "Sending request" line with the query)');
     if (await editSettings({ 'raggrep.trace.server': 'off' })) {
       const n = await resultCount(UNTRACED);
       await new Promise((r) => setTimeout(r, 1_000));
-      check('raggrep.trace.server back at "off": a search answers and leaves no trace', n > 0 && !traced(UNTRACED), `${n} results, traced: ${traced(UNTRACED)}`);
+      const left = traced(UNTRACED);
+      check('raggrep.trace.server back at "off": a search answers and leaves no trace', n > 0 && !left, `${n} results, traced: ${left}`);
     }
   }
 
