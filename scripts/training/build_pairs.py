@@ -339,8 +339,9 @@ def main() -> None:
     if os.path.exists(LOCK_PATH):
         with open(LOCK_PATH) as fh:
             lock = json.load(fh)
+    only = [n for n in (args.only or "").split(",") if n]
     skip = [n for n in args.skip.split(",") if n]
-    pkgs = [p for p in PACKAGES if (not args.only or p.name in args.only.split(","))
+    pkgs = [p for p in PACKAGES if (not only or p.name in only)
             and p.name not in skip
             and (not args.first_batch or p.id in FIRST_BATCH_IDS)]
     bench_q = benchmark_queries()
