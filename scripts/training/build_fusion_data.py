@@ -232,10 +232,23 @@ def main() -> None:
     ap.add_argument("--force", action="store_true", help="rebuild even if up to date")
     ap.add_argument("--survey", action="store_true",
                     help="print lines/queries/split of every training package (writes nothing)")
+    ap.add_argument("--packages", default="",
+                    help="comma-separated build_pairs package names instead of SELECTION (with --out)")
+    ap.add_argument("--root", action="append", default=[], metavar="NAME=DIR",
+                    help="corpus root inside a package's artifact, as ROOTS")
+    ap.add_argument("--out", help="output directory (default: the fusion dataset's)")
     args = ap.parse_args()
     t0 = time.time()
     B.QUICK_MAX_PER_PACKAGE = MAX_PER_PACKAGE  # build.py's every-k-th subsampling, cap 150
-    out = out_dir()
+    if bool(args.packages) != bool(args.out):
+        B.die("--packages and --out go together: another selection must not replace the fusion dataset")
+    for spec in args.root:
+        name, sep, root = spec.partition("=")
+        if not sep or not name or not root:
+            B.die(f"--root {spec!r}: expected NAME=DIR")
+        ROOTS[name] = root
+    selection = [n.strip() for n in args.packages.split(",") if n.strip()] or SELECTION
+    out = os.path.abspath(args.out) if args.out else out_dir()
     base = os.path.dirname(out)
     downloads = os.path.join(BP.training_dir(), "downloads")
     os.makedirs(base, exist_ok=True)
@@ -249,7 +262,7 @@ def main() -> None:
         survey(downloads, lock, split, deco, base)
         return
 
-    pkgs = selected_packages(SELECTION)
+    pkgs = selected_packages(selection)
     artifacts = {p.id: B.ensure_artifact(p, downloads, lock) for p in pkgs}
     if json.dumps(lock, sort_keys=True) != before_lock:
         B.write_atomic(BP.LOCK_PATH, json.dumps(lock, indent=2, sort_keys=True) + "\n")
@@ -258,7 +271,7 @@ def main() -> None:
               os.path.join(HERE, "train_adapter.py"), os.path.join(REPO, "benches", "retrieval", "build.py")):
         scripts[os.path.basename(f)] = BP.B.sha256_file(f)
     fingerprint = hashlib.sha256(json.dumps({
-        "schema": SCHEMA_VERSION, "scripts": scripts, "max": MAX_PER_PACKAGE,
+        "schema": SCHEMA_VERSION, "scripts": scripts, "max": MAX_PER_PACKAGE, "roots": ROOTS,
         "tools": B.tool_versions(), "artifacts": {k: v[1] for k, v in artifacts.items()},
         "split": {p.id: split.get(p.id) for p in pkgs},
         "bench_queries": hashlib.sha256("\n".join(sorted(bench_q)).encode()).hexdigest(),

@@ -15,7 +15,9 @@ difference these queries can show; a second training seed says how much training
 (BENCHMARKS.md, "a second seed"). A change should clear both.
 
 --split picks the dump's rows: `tune` / `test` for the benchmark's halves (their rows carry no
-split), `validation` for the fusion data's held-out packages.
+split), `validation` for the fusion data's held-out packages. `--candidate-weights W` scores the
+candidates with another fusion: `--candidate-weights W --split tune D.jsonl D.jsonl` compares a
+refitted fusion with the shipped one on the same dump.
 """
 from __future__ import annotations
 
@@ -45,11 +47,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--split", choices=["tune", "test", "validation"], required=True)
     ap.add_argument("--weights", default=ff.SHIPPED_WEIGHTS, help="fusion weights (default: the shipped ones)")
+    ap.add_argument("--candidate-weights",
+                    help="fusion weights for the candidates (default: --weights); with the base dump "
+                         "as the candidate too, this compares two fusions on the same queries")
     ap.add_argument("--draws", type=int, default=2000)
     ap.add_argument("base")
     ap.add_argument("candidates", nargs="+")
     args = ap.parse_args()
     score = ff.shipped_scorer(args.weights)
+    candidate_score = ff.shipped_scorer(args.candidate_weights) if args.candidate_weights else score
     split = "validation" if args.split == "validation" else None
     base = per_query(args.base, split, score)
     if not base:
@@ -57,7 +63,7 @@ def main() -> None:
     rng = np.random.default_rng(0)
     print(f"base {args.base}: {len(base)} queries")
     for path in args.candidates:
-        other = per_query(path, split, score)
+        other = per_query(path, split, candidate_score)
         keys = sorted(set(base) & set(other))
         if not keys:
             print(f"{path}: no query in common with the base")

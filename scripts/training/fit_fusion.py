@@ -118,7 +118,8 @@ def fixed(X):
     return 0.5 * X[:, 0] + 0.5 * X[:, 1]
 
 
-def train(items, val, epochs: int, lr: float, l2: float, seed: int, log, hidden: int = 0):
+def train(items, val, epochs: int, lr: float, l2: float, seed: int, log, hidden: int = 0,
+          linear_only: np.ndarray | None = None, balance: bool = False):
     """Listwise softmax fit of `z @ w` (+ `out @ tanh(units @ z + bias)` with `hidden` units).
     Returns the parameters of the epoch with the best validation chunk MRR@10, mean, std, epoch."""
     usable = [it for it in items if it["X"] is not None and it["pos"].any()]
@@ -135,12 +136,19 @@ def train(items, val, epochs: int, lr: float, l2: float, seed: int, log, hidden:
         Z[q, :m] = (it["X"] - mu) / sd
         real[q, :m] = True
         pos[q, :m] = it["pos"]
+    # Each query counts 1/n, or with `balance` each language counts as much as any other.
+    langs = [it["language"] for it in usable]
+    query_weight = (np.array([1.0 / langs.count(lang) for lang in langs]) / len(set(langs)) if balance
+                    else np.full(len(usable), 1.0 / len(usable)))
     rng = np.random.default_rng(seed)
     P = {"w": rng.normal(0, 0.01, F)}
     P["w"][0] += 0.5
     P["w"][1] += 0.5
     if hidden:
         P["units"] = rng.normal(0, 0.3 / np.sqrt(F), (hidden, F))
+        # Features the hidden units do not see: they enter the score through their weight only.
+        unit_mask = np.ones(F) if linear_only is None else (~linear_only).astype(float)
+        P["units"] *= unit_mask
         P["bias"] = np.zeros(hidden)
         P["out"] = rng.normal(0, 0.01, hidden)
     M1 = {k: np.zeros_like(v) for k, v in P.items()}
@@ -155,12 +163,12 @@ def train(items, val, epochs: int, lr: float, l2: float, seed: int, log, hidden:
         ep = np.where(pos, e, 0.0)
         p_pos = ep / ep.sum(1, keepdims=True)
         # d(-log Σpos / Σall)/ds = p_all - p_pos
-        g_s = np.where(real, p_all - p_pos, 0.0) / len(usable)
+        g_s = np.where(real, p_all - p_pos, 0.0) * query_weight[:, None]
         G = {"w": np.einsum("qn,qnf->f", g_s, Z) + 2 * l2 * P["w"]}
         if hidden:
             G["out"] = np.einsum("qn,qnh->h", g_s, h) + 2 * l2 * P["out"]
             g_h = g_s[..., None] * P["out"] * (1 - h ** 2)
-            G["units"] = np.einsum("qnh,qnf->hf", g_h, Z) + 2 * l2 * P["units"]
+            G["units"] = (np.einsum("qnh,qnf->hf", g_h, Z) + 2 * l2 * P["units"]) * unit_mask
             G["bias"] = g_h.sum((0, 1))
         for k, g in G.items():
             M1[k] = 0.9 * M1[k] + 0.1 * g
@@ -196,7 +204,8 @@ def shipped_scorer(path: str = SHIPPED_WEIGHTS):
     with open(path, encoding="utf-8") as fh:
         fusion = json.load(fh)
     mu, sd, w = (np.array(fusion[k], dtype=np.float64) for k in ("mean", "std", "weights"))
-    return lambda X: forward((X - mu) / sd, {"w": w})[0]
+    P = {"w": w, **{k: np.array(v, dtype=np.float64) for k, v in fusion.get("hidden", {}).items()}}
+    return lambda X: forward((X - mu) / sd, P)[0]
 
 
 def report(name, items, P, mu, sd, log):
@@ -211,6 +220,32 @@ def report(name, items, P, mu, sd, log):
     return out
 
 
+def names_arg(text: str) -> set[str]:
+    return {n.strip() for n in text.split(",") if n.strip()}
+
+
+def package_name(package_id: str, names: set[str]) -> str | None:
+    """The name of `names` a dump's package id (`name-version`, versions may hold dashes) is of."""
+    return next((n for n in names if package_id == n or package_id.startswith(n + "-")), None)
+
+
+def resplit(items: list[dict], validation: set[str], drop: set[str]) -> list[dict]:
+    """The dump's train/validation split, or: `validation` packages validate, the rest train;
+    `drop` packages are left out. Unknown names are an error, not a silent no-op."""
+    ids = {it["package"] for it in items}
+    unknown = sorted(n for n in validation | drop if not any(package_name(i, {n}) for i in ids))
+    if unknown:
+        raise SystemExit(f"fit_fusion: no package in the dump is named {', '.join(unknown)}")
+    out = []
+    for it in items:
+        if package_name(it["package"], drop):
+            continue
+        if validation:
+            it = {**it, "split": "validation" if package_name(it["package"], validation) else "train"}
+        out.append(it)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--train", required=True, help="dump of the training packages (train + validation split)")
@@ -221,13 +256,21 @@ def main() -> int:
     ap.add_argument("--l2", type=float, default=1e-3)
     ap.add_argument("--seed", type=int, default=16)
     ap.add_argument("--hidden", type=int, default=0, help="hidden tanh units beside the linear score (0: linear)")
+    ap.add_argument("--balance-languages", action="store_true",
+                    help="every language weighs the same in the loss (not every query)")
+    ap.add_argument("--linear-only", default="",
+                    help="comma-separated feature names the hidden units do not see (their weights stay 0)")
+    ap.add_argument("--validation-packages", default="",
+                    help="comma-separated package names that choose the epoch instead of the dump's "
+                         "validation split; every other package then trains")
+    ap.add_argument("--drop-packages", default="", help="comma-separated package names left out of the fit")
     args = ap.parse_args()
     t0 = time.time()
 
     def log(msg):
         print(msg, file=sys.stderr, flush=True)
 
-    rows = prepare(load(args.train))
+    rows = resplit(prepare(load(args.train)), names_arg(args.validation_packages), names_arg(args.drop_packages))
     tr = [it for it in rows if it["split"] == "train"]
     va = [it for it in rows if it["split"] == "validation"]
     if not tr or not va:
@@ -235,10 +278,16 @@ def main() -> int:
         return 2
     log(f"train {len(tr)} queries ({sum(it['pos'].any() for it in tr if it['X'] is not None)} with the gold "
         f"among the candidates), validation {len(va)}")
-    P, mu, sd, epoch = train(tr, va, args.epochs, args.lr, args.l2, args.seed, log, args.hidden)
-    w = P["w"]
     names = ["dense_mm", "lex_mm", "dense_rr", "lex_rr", "cosine", "symbol_overlap", "path_overlap",
              "log_lines", "is_container", "is_plain_code", "file_cosine", "file_lex", "unasked_test_code"]
+    linear_only = names_arg(args.linear_only)
+    if linear_only - set(names):
+        log(f"fit_fusion: --linear-only names unknown features: {sorted(linear_only - set(names))}")
+        return 2
+    P, mu, sd, epoch = train(tr, va, args.epochs, args.lr, args.l2, args.seed, log, args.hidden,
+                             np.array([n in linear_only for n in names]) if linear_only else None,
+                             args.balance_languages)
+    w = P["w"]
     if len(names) != len(w):
         log(f"fit_fusion: {len(w)} features in the dump, {len(names)} names known -- update both sides")
         return 2
@@ -260,7 +309,9 @@ def main() -> int:
                        "out": [round(float(x), 6) for x in P["out"]]}} if "units" in P else {}),
         "epoch": epoch,
         "seed": args.seed,
-        "hyper": {"lr": args.lr, "l2": args.l2, "epochs": args.epochs, "hidden": args.hidden},
+        "hyper": {"lr": args.lr, "l2": args.l2, "epochs": args.epochs, "hidden": args.hidden,
+                  **({"linear_only": sorted(linear_only)} if linear_only else {}),
+                  **({"balance_languages": True} if args.balance_languages else {})},
         "packages": [{"package": p, "split": s} for p, s in packages],
         "results": results,
     }
