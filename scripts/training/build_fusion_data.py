@@ -240,14 +240,16 @@ def main() -> None:
     args = ap.parse_args()
     t0 = time.time()
     B.QUICK_MAX_PER_PACKAGE = MAX_PER_PACKAGE  # build.py's every-k-th subsampling, cap 150
-    if bool(args.packages) != bool(args.out):
-        B.die("--packages and --out go together: another selection must not replace the fusion dataset")
+    if bool(args.packages or args.root) != bool(args.out):
+        B.die("--packages/--root and --out go together: another selection must not replace the fusion dataset")
+    selection = [n.strip() for n in args.packages.split(",") if n.strip()] or SELECTION
     for spec in args.root:
         name, sep, root = spec.partition("=")
         if not sep or not name or not root:
             B.die(f"--root {spec!r}: expected NAME=DIR")
+        if name not in selection:
+            B.die(f"--root {spec!r}: {name} is not among the selected packages")
         ROOTS[name] = root
-    selection = [n.strip() for n in args.packages.split(",") if n.strip()] or SELECTION
     out = os.path.abspath(args.out) if args.out else out_dir()
     base = os.path.dirname(out)
     downloads = os.path.join(BP.training_dir(), "downloads")
