@@ -24,6 +24,7 @@ import json
 import os
 import sys
 import time
+from collections import Counter
 
 import numpy as np
 
@@ -137,8 +138,8 @@ def train(items, val, epochs: int, lr: float, l2: float, seed: int, log, hidden:
         real[q, :m] = True
         pos[q, :m] = it["pos"]
     # Each query counts 1/n, or with `balance` each language counts as much as any other.
-    langs = [it["language"] for it in usable]
-    query_weight = (np.array([1.0 / langs.count(lang) for lang in langs]) / len(set(langs)) if balance
+    per_language = Counter(it["language"] for it in usable)
+    query_weight = (np.array([1.0 / per_language[it["language"]] for it in usable]) / len(per_language) if balance
                     else np.full(len(usable), 1.0 / len(usable)))
     rng = np.random.default_rng(seed)
     P = {"w": rng.normal(0, 0.01, F)}
@@ -280,6 +281,10 @@ def main() -> int:
         f"among the candidates), validation {len(va)}")
     names = ["dense_mm", "lex_mm", "dense_rr", "lex_rr", "cosine", "symbol_overlap", "path_overlap",
              "log_lines", "is_container", "is_plain_code", "file_cosine", "file_lex", "unasked_test_code"]
+    features = next(it["X"].shape[1] for it in rows if it["X"] is not None)
+    if len(names) != features:
+        log(f"fit_fusion: {features} features in the dump, {len(names)} names known -- update both sides")
+        return 2
     linear_only = names_arg(args.linear_only)
     if linear_only - set(names):
         log(f"fit_fusion: --linear-only names unknown features: {sorted(linear_only - set(names))}")
@@ -288,9 +293,6 @@ def main() -> int:
                              np.array([n in linear_only for n in names]) if linear_only else None,
                              args.balance_languages)
     w = P["w"]
-    if len(names) != len(w):
-        log(f"fit_fusion: {len(w)} features in the dump, {len(names)} names known -- update both sides")
-        return 2
     log("weights (standardised): " + ", ".join(f"{k} {v:+.3f}" for k, v in zip(names, w)))
     results = {"train": report("train", tr, P, mu, sd, log), "validation": report("validation", va, P, mu, sd, log)}
     for spec in args.report:
