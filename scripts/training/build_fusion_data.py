@@ -2,6 +2,8 @@
 """Build a retrieval dataset in the benchmark's exact format from TRAINING packages (issue 16).
 
 Usage:  scripts/training/build_fusion_data.sh [--force] [--survey]
+        scripts/training/build_fusion_data.sh --packages A,B [--root NAME=DIR]
+            [--typescript-from-source-maps] --out DIR
         (runs this file in the benchmark's tree-sitter venv, created by benches/retrieval/build.sh)
 
 Purpose: fit learned fusion weights on the real engine's features (`cargo bench --bench
@@ -198,9 +200,59 @@ def selected_packages(names: list[str]):
     return pkgs
 
 
-def build_one(pkg, path: str, pkg_dir: str, deco: Decontaminate) -> tuple[list[dict], dict]:
+def typescript_as_written(root: str) -> dict[str, int]:
+    """An npm package as its authors wrote it: compiled files replaced by the TypeScript their
+    source maps carry (build_pairs.recover_typescript), and the build's other outputs of those
+    sources removed. Without that, every query would be dropped by build.py's leak rule, since
+    each doc comment is repeated in the declaration file (`X.d.ts`) and in any second build of
+    the same source (typeorm ships each file twice, at the root and under browser/); a
+    second build is recognised by its map's source text, not by a directory name, and the copy
+    with the shorter path is kept."""
+    first: dict[str, str] = {}
+    removed = 0
+    for rel in sorted(B.list_files(root), key=lambda r: (r.count("/"), r)):
+        if not rel.endswith(".js.map"):
+            continue
+        try:
+            with open(os.path.join(root, rel), encoding="utf-8") as fh:
+                contents = json.load(fh).get("sourcesContent") or []
+        except (OSError, ValueError):
+            continue
+        if len(contents) != 1 or not isinstance(contents[0], str):
+            continue
+        digest = hashlib.sha256(contents[0].encode()).hexdigest()
+        if digest not in first:
+            first[digest] = rel
+            continue
+        stem = rel[:-len(".js.map")]
+        for ext in (".js.map", ".js", ".d.ts"):
+            if os.path.exists(os.path.join(root, stem + ext)):
+                os.remove(os.path.join(root, stem + ext))
+                removed += 1
+    recovered = BP.recover_typescript(root)
+    declarations = 0
+    for rel in B.list_files(root):
+        if rel.endswith(".d.ts") and os.path.exists(os.path.join(root, rel[:-len(".d.ts")] + ".ts")):
+            os.remove(os.path.join(root, rel))
+            declarations += 1
+    return {"recovered": recovered, "second_build_files": removed, "declarations": declarations}
+
+
+def build_one(pkg, path: str, pkg_dir: str, deco: Decontaminate,
+              from_source_maps: bool = False) -> tuple[list[dict], dict]:
     before = deco.dropped
-    rows, info = B.build_package(pkg, path, pkg_dir, quick=True)
+    unpack, recovery = B.unpack, {}
+    if from_source_maps and pkg.source == "npm":
+        def unpack_as_written(p, artifact, dest):
+            unpack(p, artifact, dest)
+            recovery.update(typescript_as_written(dest))
+        B.unpack = unpack_as_written
+    try:
+        rows, info = B.build_package(pkg, path, pkg_dir, quick=True)
+    finally:
+        B.unpack = unpack
+    if recovery:
+        info["typescript_from_source_maps"] = recovery
     info["dropped"]["benchmark-query"] = deco.dropped - before
     info["lines"], info["code_lines"] = indexable_lines(os.path.join(pkg_dir, "corpus"))
     return rows, info
@@ -236,12 +288,16 @@ def main() -> None:
                     help="comma-separated build_pairs package names instead of SELECTION (with --out)")
     ap.add_argument("--root", action="append", default=[], metavar="NAME=DIR",
                     help="corpus root inside a package's artifact, as ROOTS")
+    ap.add_argument("--typescript-from-source-maps", action="store_true",
+                    help="npm packages as written: TypeScript from their source maps, other build outputs "
+                         "removed (with --out; typeorm)")
     ap.add_argument("--out", help="output directory (default: the fusion dataset's)")
     args = ap.parse_args()
     t0 = time.time()
     B.QUICK_MAX_PER_PACKAGE = MAX_PER_PACKAGE  # build.py's every-k-th subsampling, cap 150
-    if bool(args.packages or args.root) != bool(args.out):
-        B.die("--packages/--root and --out go together: another selection must not replace the fusion dataset")
+    if bool(args.packages or args.root or args.typescript_from_source_maps) != bool(args.out):
+        B.die("--packages/--root/--typescript-from-source-maps and --out go together: "
+              "another selection must not replace the fusion dataset")
     selection = [n.strip() for n in args.packages.split(",") if n.strip()] or SELECTION
     for spec in args.root:
         name, sep, root = spec.partition("=")
@@ -274,6 +330,7 @@ def main() -> None:
         scripts[os.path.basename(f)] = BP.B.sha256_file(f)
     fingerprint = hashlib.sha256(json.dumps({
         "schema": SCHEMA_VERSION, "scripts": scripts, "max": MAX_PER_PACKAGE, "roots": ROOTS,
+        **({"typescript_from_source_maps": True} if args.typescript_from_source_maps else {}),
         "tools": B.tool_versions(), "artifacts": {k: v[1] for k, v in artifacts.items()},
         "split": {p.id: split.get(p.id) for p in pkgs},
         "bench_queries": hashlib.sha256("\n".join(sorted(bench_q)).encode()).hexdigest(),
@@ -296,7 +353,8 @@ def main() -> None:
             if p.id not in split:
                 B.die(f"{p.id} is in neither half of the seed-{SEED} split (no pairs?)")
             pkg = with_root(p, path, staging)
-            rows, info = build_one(pkg, path, os.path.join(staging, "packages", p.id), deco)
+            rows, info = build_one(pkg, path, os.path.join(staging, "packages", p.id), deco,
+                                   args.typescript_from_source_maps)
             for r in rows:
                 assert B.norm(r["query"]) not in bench_q
                 r["split"] = split[p.id]
@@ -310,7 +368,9 @@ def main() -> None:
                             "files": info["files"], "lines": info["lines"],
                             "code_lines": info["code_lines"], "queries": len(rows),
                             "queries_by_language": by_lang, "split": split[p.id],
-                            "dropped": info["dropped"]})
+                            "dropped": info["dropped"],
+                            **({"typescript_from_source_maps": info["typescript_from_source_maps"]}
+                               if "typescript_from_source_maps" in info else {})})
             d = {k: v for k, v in info["dropped"].items() if v}
             B.log(f"  {p.id} [{split[p.id]}]: {len(rows)} queries, {info['lines']} lines; "
                   f"dropped {d} ({time.time() - tp:.1f}s)")
