@@ -280,7 +280,7 @@ def main() -> int:
     log(f"train {len(tr)} queries ({sum(it['pos'].any() for it in tr if it['X'] is not None)} with the gold "
         f"among the candidates), validation {len(va)}")
     names = ["dense_mm", "lex_mm", "dense_rr", "lex_rr", "cosine", "symbol_overlap", "path_overlap",
-             "log_lines", "is_container", "is_plain_code", "file_cosine", "file_lex", "unasked_test_code"]
+             "log_code_lines", "is_container", "is_plain_code", "file_cosine", "file_lex", "unasked_test_code"]
     features = next(it["X"].shape[1] for it in rows if it["X"] is not None)
     if len(names) != features:
         log(f"fit_fusion: {features} features in the dump, {len(names)} names known -- update both sides")

@@ -807,3 +807,24 @@ fn outline_lists_members_of_small_containers() {
         outline(rust, Language::Rust, &ChunkConfig::default()).into_iter().map(|d| d.symbol).collect();
     assert_eq!(symbols, ["Shard", "Shard::open"]);
 }
+
+#[test]
+fn code_lines_leave_out_comments_blanks_and_docstrings() {
+    let rust = "/// Opens the shard.\n/// More.\n#[inline]\npub fn open() {\n    // why\n\n    let x = 1;\n    x\n}\n";
+    assert_eq!(code_lines(rust, Language::Rust), 4);
+    let go = "// Open opens.\nfunc Open() error {\n\t/* note */\n\treturn nil\n}";
+    assert_eq!(code_lines(go, Language::Go), 3);
+    let ts = "/**\n * Opens.\n * @param x the thing\n */\nexport function open(x: number) {\n  return x * 2;\n}";
+    assert_eq!(code_lines(ts, Language::TypeScript), 3);
+    let python =
+        "def open(path):\n    \"\"\"Opens the file.\n\n    More words.\n    \"\"\"\n    # why\n    return path\n";
+    assert_eq!(code_lines(python, Language::Python), 2);
+    let one_line_doc = "def f():\n    r'''One line.'''\n    return 1\n";
+    assert_eq!(code_lines(one_line_doc, Language::Python), 2);
+    // The same function documented or not has the same length.
+    let blanked = "def open(path):\n\n\n\n\n    # why\n    return path\n";
+    assert_eq!(code_lines(blanked, Language::Python), code_lines(python, Language::Python));
+    // Only Python reads triple quotes as a docstring.
+    assert_eq!(code_lines("let s = 1;\n\"\"\"\nx\n", Language::Rust), 3);
+    assert_eq!(code_lines("", Language::Rust), 0);
+}

@@ -14,7 +14,7 @@ use rkyv::rancor;
 use super::IndexError;
 
 /// Bumped whenever the on-disk format changes; older indexes are rebuilt.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 const MAGIC: &[u8; 4] = b"RGMF";
 const FOOTER_LEN: usize = 4 + 4 + 8 + 8;
 /// A chunk whose embedding is not computed yet.
@@ -76,6 +76,8 @@ pub struct ChunkEntry {
     pub kind: u8,
     pub symbol: String,
     pub container: String,
+    /// [`crate::chunk::code_lines`] of the chunk's text.
+    pub code_lines: u32,
     /// xxh3-128 of the chunk's text.
     pub hash: [u64; 2],
     /// Vector slot, or [`NO_SLOT`] while not embedded.

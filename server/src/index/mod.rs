@@ -123,6 +123,8 @@ pub struct ChunkRef<'a> {
     pub language: Language,
     pub symbol: &'a str,
     pub container: &'a str,
+    /// Lines of code, not comments or blanks ([`crate::chunk::code_lines`]).
+    pub code_lines: u32,
     pub hash: u128,
     pub embedded: bool,
 }
@@ -369,6 +371,7 @@ impl Snapshot {
             language: Language::from_u8(file.language),
             symbol: c.symbol.as_str(),
             container: c.container.as_str(),
+            code_lines: c.code_lines.to_native(),
             hash: join_hash([c.hash[0].to_native(), c.hash[1].to_native()]),
             embedded: c.slot.to_native() != NO_SLOT,
         })

@@ -607,7 +607,7 @@ fn chunk_files(
                     NO_SLOT
                 }
             };
-            chunks.push(chunk_entry(chunk, file_index, slot));
+            chunks.push(chunk_entry(chunk, &source.text, file_index, slot));
         }
         files.push(FileEntry {
             path: walked.rel_path.clone(),
@@ -988,7 +988,7 @@ fn queue_unembedded(
     }
 }
 
-fn chunk_entry(chunk: &Chunk, file: u32, slot: u32) -> ChunkEntry {
+fn chunk_entry(chunk: &Chunk, file_text: &str, file: u32, slot: u32) -> ChunkEntry {
     ChunkEntry {
         file,
         start_byte: chunk.byte_range.start as u32,
@@ -998,6 +998,7 @@ fn chunk_entry(chunk: &Chunk, file: u32, slot: u32) -> ChunkEntry {
         kind: chunk.kind.to_u8(),
         symbol: chunk.symbol.clone().unwrap_or_default(),
         container: chunk.container.clone().unwrap_or_default(),
+        code_lines: crate::chunk::code_lines(chunk.text(file_text), chunk.language),
         hash: split_hash(chunk.hash.0),
         slot,
     }

@@ -34,7 +34,7 @@ pub const FEATURES: [&str; 13] = [
     "cosine",
     "symbol_overlap",
     "path_overlap",
-    "log_lines",
+    "log_code_lines",
     "is_container",
     "is_plain_code",
     "file_cosine",
@@ -143,8 +143,8 @@ pub struct ChunkFacts<'a> {
     pub kind: ChunkKind,
     pub symbol: &'a str,
     pub container: &'a str,
-    pub start_line: u32,
-    pub end_line: u32,
+    /// Lines of code, not comments or blanks ([`crate::chunk::code_lines`]).
+    pub code_lines: u32,
 }
 
 /// The candidates of a hybrid query (the union of both rankings) with their features.
@@ -162,8 +162,7 @@ pub fn candidates(
             kind: c.kind,
             symbol: c.symbol,
             container: c.container,
-            start_line: c.start_line,
-            end_line: c.end_line,
+            code_lines: c.code_lines,
         })
     };
     // A lexical-only candidate still has a cosine: its stored vector says how close it is.
@@ -198,7 +197,6 @@ pub fn candidates_from<'a>(
         let (lex_mm, lex_rr) = lexical_features.get(&chunk_index).copied().unwrap_or((0.0, 0.0));
         let cosine = cosines.get(&chunk_index).copied().unwrap_or_else(|| stored_cosine(chunk_index));
         let symbol = format!("{} {}", chunk.container, chunk.symbol);
-        let lines = chunk.end_line.saturating_sub(chunk.start_line) + 1;
         let is_container = matches!(
             chunk.kind,
             ChunkKind::Class
@@ -221,7 +219,7 @@ pub fn candidates_from<'a>(
                     cosine,
                     overlap(&words, &symbol),
                     overlap(&words, chunk.path),
-                    (lines as f32).ln_1p(),
+                    (chunk.code_lines as f32).ln_1p(),
                     f32::from(u8::from(is_container)),
                     f32::from(u8::from(is_plain_code)),
                     0.0,

@@ -177,8 +177,10 @@ pub fn search(
                         kind: r.kind,
                         symbol: &r.symbol,
                         container: &r.container,
-                        start_line: r.start_line,
-                        end_line: r.end_line,
+                        code_lines: crate::chunk::code_lines(
+                            &r.content,
+                            crate::lang::Language::from_path(std::path::Path::new(&r.path)),
+                        ),
                     })
                 };
                 let stored_cosine = |i: usize| rows.get(i).map_or(0.0, |r| r.cosine);
