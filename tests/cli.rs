@@ -1322,3 +1322,31 @@ fn watch_keeps_several_roots_fresh() {
     let found = second.query(&["--mode", "lexical", "-k", "1", "refund_quokka_order"]);
     assert!(has_hit(&found, "refunds.py", "refund_quokka_order"), "{:?}", hits(&found));
 }
+
+#[test]
+fn an_index_in_another_format_is_rebuilt_and_not_called_damaged() {
+    let ws = Workspace::polyglot();
+    ws.index();
+    // The footer's format version, as an index written by another raggrep version has it.
+    for path in index_files(ws.root(), "manifest-") {
+        let mut bytes = fs::read(&path).unwrap();
+        let at = bytes.len() - 24;
+        assert_eq!(&bytes[at..at + 4], b"RGMF");
+        let older = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().unwrap()) - 1;
+        bytes[at + 4..at + 8].copy_from_slice(&older.to_le_bytes());
+        fs::write(&path, bytes).unwrap();
+    }
+    let text = String::from_utf8(ws.ok(&["status"]).stdout).unwrap();
+    assert!(text.contains("needs a rebuild: ") && text.contains("from another version of raggrep"), "{text}");
+    let json: Value = serde_json::from_slice(&ws.ok(&["status", "--json"]).stdout).unwrap();
+    assert!(json["damaged"].as_str().is_some_and(|d| d.contains("the index is in format")), "{json}");
+    let out = ws.raggrep(&["query", "--json", "-k", "3", "check whether an API token is still valid"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("from another version of raggrep") && stderr.contains("rebuilding"), "{stderr}");
+    assert!(!stderr.contains("damaged"), "an older format is not damage: {stderr}");
+    let results: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(has_hit(&results, "src/auth.py", "validate_token"), "{:?}", hits(&results));
+    let json: Value = serde_json::from_slice(&ws.ok(&["status", "--json"]).stdout).unwrap();
+    assert_eq!(json["files"], 8, "{json}");
+}

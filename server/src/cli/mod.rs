@@ -534,8 +534,8 @@ fn open_index(
     }
     let snapshot = match Snapshot::open(location) {
         Ok(snapshot) => snapshot,
-        Err(err @ index::IndexError::Corrupt(_)) => {
-            // A damaged index is rebuilt, not a dead end.
+        Err(err @ (index::IndexError::Corrupt(_) | index::IndexError::OtherFormat { .. })) => {
+            // A damaged index, or one in another version's format, is rebuilt, not a dead end.
             let _ = writeln!(io::stderr(), "{err}; rebuilding it");
             rebuild(location, embedder, model, ort)?;
             Snapshot::open(location)?
@@ -653,15 +653,19 @@ fn cmd_status(location: &IndexLocation, json: bool) -> Result<()> {
     let mut out = io::stdout().lock();
     let snapshot = match Snapshot::open(location) {
         Ok(snapshot) => snapshot,
-        Err(index::IndexError::Corrupt(why)) => {
-            // Status reports the damage; the next `index` or `query` rebuilds.
+        Err(err @ (index::IndexError::Corrupt(_) | index::IndexError::OtherFormat { .. })) => {
+            // Status reports why the index cannot be used; the next `index` or `query` rebuilds.
             let hint = "`raggrep index` rebuilds it";
+            let (state, why) = match err {
+                index::IndexError::Corrupt(why) => ("is damaged", why),
+                other => ("needs a rebuild", other.to_string()),
+            };
             if json {
                 let damaged =
                     wire::Damaged { root: location.root.display().to_string(), damaged: why, fix: hint.to_string() };
                 writeln!(out, "{}", serde_json::to_string(&damaged)?)?;
             } else {
-                writeln!(out, "index of {} is damaged: {why}; {hint}", location.root.display())?;
+                writeln!(out, "index of {} {state}: {why}; {hint}", location.root.display())?;
             }
             return Ok(());
         }

@@ -126,6 +126,9 @@ impl MappedManifest {
         // checksum below then catches on the next open.
         #[allow(unsafe_code)]
         let map = unsafe { Mmap::map(&file) }.map_err(|e| IndexError::io(path, e))?;
+        if let Some(found) = footer_version(&map).filter(|&found| found != FORMAT_VERSION) {
+            return Err(IndexError::OtherFormat { path: path.to_path_buf(), found, expected: FORMAT_VERSION });
+        }
         let payload_len = validate(&map).map_err(|why| IndexError::Corrupt(format!("{}: {why}", path.display())))?;
         let manifest = MappedManifest { map, payload_len };
         // Structural validation once; `get` then only re-derives the root pointer.
@@ -150,6 +153,12 @@ impl MappedManifest {
     pub fn size_on_disk(&self) -> u64 {
         self.map.len() as u64
     }
+}
+
+/// The format version in an intact footer (`None`: too short or not a raggrep manifest).
+fn footer_version(bytes: &[u8]) -> Option<u32> {
+    let footer = bytes.get(bytes.len().checked_sub(FOOTER_LEN)?..)?;
+    (&footer[..4] == MAGIC).then(|| u32::from_le_bytes([footer[4], footer[5], footer[6], footer[7]]))
 }
 
 /// Checks the footer; returns the payload length.

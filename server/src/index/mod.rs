@@ -65,6 +65,12 @@ pub enum IndexError {
     },
     #[error("index is damaged: {0}")]
     Corrupt(String),
+    /// Written in another on-disk format (by an older or newer raggrep): not damage, but
+    /// rebuilt all the same.
+    #[error(
+        "{path}: the index is in format {found}, from another version of raggrep (this one reads format {expected})"
+    )]
+    OtherFormat { path: PathBuf, found: u32, expected: u32 },
     #[error("no index at {0} yet; run `raggrep index`")]
     Missing(PathBuf),
     #[error("lexical index: {0}")]
