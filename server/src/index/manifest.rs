@@ -126,10 +126,12 @@ impl MappedManifest {
         // checksum below then catches on the next open.
         #[allow(unsafe_code)]
         let map = unsafe { Mmap::map(&file) }.map_err(|e| IndexError::io(path, e))?;
-        if let Some(found) = footer_version(&map).filter(|&found| found != FORMAT_VERSION) {
-            return Err(IndexError::OtherFormat { path: path.to_path_buf(), found, expected: FORMAT_VERSION });
-        }
-        let payload_len = validate(&map).map_err(|why| IndexError::Corrupt(format!("{}: {why}", path.display())))?;
+        let payload_len = validate(&map).map_err(|invalid| match invalid {
+            Invalid::OtherFormat(found) => {
+                IndexError::OtherFormat { path: path.to_path_buf(), found, expected: FORMAT_VERSION }
+            }
+            Invalid::Damaged(why) => IndexError::Corrupt(format!("{}: {why}", path.display())),
+        })?;
         let manifest = MappedManifest { map, payload_len };
         // Structural validation once; `get` then only re-derives the root pointer.
         rkyv::access::<ArchivedManifest, rancor::Error>(manifest.payload())
@@ -155,34 +157,45 @@ impl MappedManifest {
     }
 }
 
-/// The format version in an intact footer (`None`: too short or not a raggrep manifest).
-fn footer_version(bytes: &[u8]) -> Option<u32> {
-    let footer = bytes.get(bytes.len().checked_sub(FOOTER_LEN)?..)?;
-    (&footer[..4] == MAGIC).then(|| u32::from_le_bytes([footer[4], footer[5], footer[6], footer[7]]))
+/// Why a manifest file cannot be used.
+enum Invalid {
+    /// An intact footer naming another format version: another raggrep wrote it.
+    OtherFormat(u32),
+    Damaged(String),
+}
+
+impl std::fmt::Display for Invalid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Invalid::OtherFormat(found) => write!(f, "format version {found}, this raggrep reads {FORMAT_VERSION}"),
+            Invalid::Damaged(why) => f.write_str(why),
+        }
+    }
 }
 
 /// Checks the footer; returns the payload length.
-fn validate(bytes: &[u8]) -> Result<usize, String> {
+fn validate(bytes: &[u8]) -> Result<usize, Invalid> {
+    let damaged = |why: &str| Err(Invalid::Damaged(why.to_string()));
     if bytes.len() < FOOTER_LEN {
-        return Err("truncated (no footer)".into());
+        return damaged("truncated (no footer)");
     }
     let footer = &bytes[bytes.len() - FOOTER_LEN..];
     if &footer[..4] != MAGIC {
-        return Err("not a raggrep manifest (bad magic)".into());
+        return damaged("not a raggrep manifest (bad magic)");
     }
     let le_u32 = |b: &[u8]| u32::from_le_bytes(b.try_into().unwrap_or_default());
     let le_u64 = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or_default());
     let version = le_u32(&footer[4..8]);
     if version != FORMAT_VERSION {
-        return Err(format!("format version {version}, this raggrep reads {FORMAT_VERSION}"));
+        return Err(Invalid::OtherFormat(version));
     }
     let len = le_u64(&footer[8..16]) as usize;
     if len != bytes.len() - FOOTER_LEN {
-        return Err("truncated (length mismatch)".into());
+        return damaged("truncated (length mismatch)");
     }
     let checksum = le_u64(&footer[16..24]);
     if xxhash_rust::xxh3::xxh3_64(&bytes[..len]) != checksum {
-        return Err("checksum mismatch".into());
+        return damaged("checksum mismatch");
     }
     Ok(len)
 }
@@ -190,7 +203,7 @@ fn validate(bytes: &[u8]) -> Result<usize, String> {
 /// Fuzzing entry point (internal): the checks [`MappedManifest::open`] makes, on bytes in
 /// memory (copied to an aligned buffer, as a memory map is).
 pub fn check_bytes(bytes: &[u8]) -> Result<(), String> {
-    let len = validate(bytes)?;
+    let len = validate(bytes).map_err(|invalid| invalid.to_string())?;
     let mut payload = rkyv::util::AlignedVec::<16>::with_capacity(len);
     payload.extend_from_slice(&bytes[..len]);
     rkyv::access::<ArchivedManifest, rancor::Error>(&payload).map_err(|e| format!("invalid manifest: {e}"))?;
