@@ -151,7 +151,16 @@ pub const TEST_MARKERS: &[&str] = &[
 /// Tests, examples, benchmarks, mocks, fixtures: by a path component or a file-name part
 /// (`test_x.py`, `x_test.go`, `x.spec.ts`, `tests/…`).
 pub fn is_test_like(path: &str) -> bool {
-    path.split('/').any(|component| {
-        component.split(['.', '_', '-']).any(|part| TEST_MARKERS.contains(&part.to_ascii_lowercase().as_str()))
-    })
+    path.split('/').any(is_test_name)
+}
+
+/// A container path with a test-like component (`parser::tests`, `test_utils.Helpers`): Rust
+/// keeps unit tests in a `mod tests` inside the file they test, where the path cannot tell them
+/// from the code.
+pub fn is_test_container(container: &str) -> bool {
+    container.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-')).any(is_test_name)
+}
+
+fn is_test_name(name: &str) -> bool {
+    name.split(['.', '_', '-']).any(|part| TEST_MARKERS.contains(&part.to_ascii_lowercase().as_str()))
 }

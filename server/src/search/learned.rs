@@ -133,6 +133,11 @@ fn list_features(list: &[(usize, f32)]) -> HashMap<usize, (f32, f32)> {
         .collect()
 }
 
+/// Test code by its file or by the module or class it sits in (a Rust `mod tests`).
+fn is_test_code(chunk: &ChunkFacts) -> bool {
+    crate::lang::is_test_like(chunk.path) || crate::lang::is_test_container(chunk.container)
+}
+
 /// What the features read of one candidate chunk, wherever it is stored (a local snapshot, a
 /// team index in PostgreSQL).
 pub struct ChunkFacts<'a> {
@@ -224,7 +229,7 @@ pub fn candidates_from<'a>(
                     f32::from(u8::from(is_plain_code)),
                     0.0,
                     0.0,
-                    f32::from(u8::from(!wants_tests && crate::lang::is_test_like(chunk.path))),
+                    f32::from(u8::from(!wants_tests && is_test_code(&chunk))),
                 ],
             },
             chunk.file,
@@ -323,12 +328,20 @@ mod tests {
     }
 
     #[test]
-    fn test_code_is_recognised_by_path_and_asked_for_by_words() {
+    fn test_code_is_recognised_by_path_or_container_and_asked_for_by_words() {
         for path in ["tests/parse.rs", "src/foo_test.go", "pkg/test_util.py", "web/app.spec.ts", "examples/demo.rs"] {
             assert!(crate::lang::is_test_like(path), "{path}");
         }
         for path in ["src/parser.rs", "src/attestation.py", "lib/contest/mod.rs", "latest/x.go"] {
             assert!(!crate::lang::is_test_like(path), "{path}");
+        }
+        for container in ["tests", "parser::tests", "test", "test_utils.Helpers", "mocks::Server"] {
+            assert!(crate::lang::is_test_container(container), "{container}");
+        }
+        for container in
+            ["", "Parser", "impl Display for Contest", "latest::Attestation", "impl<T> Iterator for Iter<T>"]
+        {
+            assert!(!crate::lang::is_test_container(container), "{container}");
         }
         assert!(asks_for_tests(&content_words("tests for the parser")));
         assert!(asks_for_tests(&content_words("example of building a Command")));
