@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from collections import Counter
@@ -200,6 +201,18 @@ SHIPPED_WEIGHTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                "search", "learned_fusion.json")
 
 
+# The engine's feature names, in dump order: `FEATURES` in learned.rs, read rather than copied.
+ENGINE_FEATURES = os.path.join(os.path.dirname(SHIPPED_WEIGHTS), "learned.rs")
+
+
+def engine_features(path: str = ENGINE_FEATURES) -> list[str]:
+    with open(path, encoding="utf-8") as fh:
+        found = re.search(r"pub const FEATURES: \[&str; \d+\] = \[(.*?)\];", fh.read(), re.S)
+    if not found:
+        raise SystemExit(f"fit_fusion: no `pub const FEATURES` in {path}")
+    return re.findall(r'"([^"]+)"', found.group(1))
+
+
 def shipped_scorer(path: str = SHIPPED_WEIGHTS):
     """The learned score of a candidate's raw features (…×F) under a fitted weights file."""
     with open(path, encoding="utf-8") as fh:
@@ -279,11 +292,10 @@ def main() -> int:
         return 2
     log(f"train {len(tr)} queries ({sum(it['pos'].any() for it in tr if it['X'] is not None)} with the gold "
         f"among the candidates), validation {len(va)}")
-    names = ["dense_mm", "lex_mm", "dense_rr", "lex_rr", "cosine", "symbol_overlap", "path_overlap",
-             "log_code_lines", "is_container", "is_plain_code", "file_cosine", "file_lex", "unasked_test_code"]
+    names = engine_features()
     features = next(it["X"].shape[1] for it in rows if it["X"] is not None)
     if len(names) != features:
-        log(f"fit_fusion: {features} features in the dump, {len(names)} names known -- update both sides")
+        log(f"fit_fusion: {features} features in the dump, {len(names)} in learned.rs -- a dump from another build?")
         return 2
     linear_only = names_arg(args.linear_only)
     if linear_only - set(names):
