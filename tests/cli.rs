@@ -223,6 +223,103 @@ fn rerank_resorts_the_best_candidates_with_the_reranker() {
     assert!(String::from_utf8(out.stdout).unwrap().starts_with("lib/matrix.c:1-11  "));
 }
 
+/// A settings reader with its unit tests beside it, Rust style: the tests' names say what the
+/// code does in more of a question's words than the code itself.
+const CONFIG_WITH_TESTS: &str = r##"//! Reading the server's settings.
+
+use std::collections::HashMap;
+
+/// Where the server listens and what it calls itself.
+pub struct Config {
+    pub name: String,
+    pub host: String,
+    pub port: u16,
+    pub workers: usize,
+}
+
+pub fn parse_config(text: &str) -> Result<Config, String> {
+    let mut values = HashMap::new();
+    for (number, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (key, value) = line
+            .split_once('=')
+            .ok_or_else(|| format!("line {}: expected key = value", number + 1))?;
+        values.insert(key.trim().to_string(), value.trim().to_string());
+    }
+    let take = |key: &str| values.get(key).cloned().ok_or_else(|| format!("missing {key}"));
+    Ok(Config {
+        name: take("name")?,
+        host: take("host").unwrap_or_else(|_| "127.0.0.1".to_string()),
+        port: take("port")?.parse().map_err(|e| format!("port: {e}"))?,
+        workers: take("workers").ok().and_then(|w| w.parse().ok()).unwrap_or(4),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_config_reads_the_name_host_and_port_of_the_configuration() {
+        let config = parse_config("name = web\nhost = 0.0.0.0\nport = 8080").unwrap();
+        assert_eq!(config.name, "web");
+        assert_eq!(config.host, "0.0.0.0");
+        assert_eq!(config.port, 8080);
+        assert_eq!(config.workers, 4);
+    }
+
+    #[test]
+    fn parse_config_rejects_a_configuration_line_without_a_value() {
+        let error = parse_config("name = web\nport").unwrap_err();
+        assert!(error.contains("line 2"), "{error}");
+    }
+    #[test]
+    fn parse_config_skips_comment_lines_and_blank_lines_between_settings() {
+        let text = "# the web server\n\nname = web\n# where it listens\nport = 8080\n\n";
+        let config = parse_config(text).unwrap();
+        assert_eq!(config.name, "web");
+        assert_eq!(config.port, 8080);
+        assert_eq!(config.host, "127.0.0.1");
+    }
+
+    #[test]
+    fn parse_config_reports_a_port_that_is_not_a_number() {
+        let error = parse_config("name = web\nport = eighty").unwrap_err();
+        assert!(error.starts_with("port:"), "{error}");
+        let error = parse_config("name = web\nport = 70000").unwrap_err();
+        assert!(error.starts_with("port:"), "{error}");
+    }
+
+    #[test]
+    fn parse_config_uses_four_workers_unless_told_otherwise() {
+        let config = parse_config("name = web\nport = 1").unwrap();
+        assert_eq!(config.workers, 4);
+        let config = parse_config("name = web\nport = 1\nworkers = 16").unwrap();
+        assert_eq!(config.workers, 16);
+    }
+}
+"##;
+
+#[test]
+fn unit_tests_beside_the_code_rank_below_it_unless_asked_for() {
+    let ws = Workspace::empty();
+    ws.write("src/config.rs", CONFIG_WITH_TESTS);
+    ws.index();
+    let first = |query: &str| {
+        let results = ws.query(&[query]);
+        hits(&results).first().map(|(_, symbol)| symbol.clone()).unwrap_or_else(|| panic!("{query:?}: no results"))
+    };
+    // The tests' path is the code's own: only their module says they are tests. Judged by path
+    // alone, a test comes first for both questions.
+    assert_eq!(first("parse the configuration"), "parse_config");
+    assert_eq!(first("how many workers by default"), "Config");
+    // Asked for, tests may come first.
+    assert!(first("tests of reading the configuration").starts_with("tests::"));
+}
+
 /// Questions about things the fixture does not have.
 const NOT_HERE: [&str; 5] = [
     "train a convolutional neural network on images",

@@ -133,9 +133,13 @@ fn list_features(list: &[(usize, f32)]) -> HashMap<usize, (f32, f32)> {
         .collect()
 }
 
-/// Test code by its file or by the module or class it sits in (a Rust `mod tests`).
+/// Test code by its file, by the module or class it sits in (a Rust `mod tests`), or by being
+/// such a module whole (a small `mod tests` is one chunk). Only a module's own name counts: a
+/// function named like `create_test_db` is as often the code as its test.
 fn is_test_code(chunk: &ChunkFacts) -> bool {
-    crate::lang::is_test_like(chunk.path) || crate::lang::is_test_container(chunk.container)
+    crate::lang::is_test_like(chunk.path)
+        || crate::lang::is_test_container(chunk.container)
+        || (chunk.kind == ChunkKind::Module && crate::lang::is_test_container(chunk.symbol))
 }
 
 /// What the features read of one candidate chunk, wherever it is stored (a local snapshot, a
@@ -343,6 +347,18 @@ mod tests {
         {
             assert!(!crate::lang::is_test_container(container), "{container}");
         }
+        let facts = |kind, symbol, container| ChunkFacts {
+            path: "src/config.rs",
+            file: "src/config.rs",
+            kind,
+            symbol,
+            container,
+            code_lines: 3,
+        };
+        assert!(is_test_code(&facts(ChunkKind::Function, "reads_port", "tests")));
+        assert!(is_test_code(&facts(ChunkKind::Module, "tests", "")));
+        assert!(!is_test_code(&facts(ChunkKind::Function, "create_test_db", "")));
+        assert!(!is_test_code(&facts(ChunkKind::Module, "config", "")));
         assert!(asks_for_tests(&content_words("tests for the parser")));
         assert!(asks_for_tests(&content_words("example of building a Command")));
         assert!(!asks_for_tests(&content_words("parse the attestation")));
