@@ -50,6 +50,10 @@ def main() -> None:
     ap.add_argument("--cache", default="")
     ap.add_argument("--onnx", default="", help="score with this exported int8 model dir (onnxruntime, "
                     "one pair per run as the engine would) instead of the JAX params")
+    ap.add_argument("--installed", default="", metavar="MODEL",
+                    help="score with the reranker the bootstrap installed beside MODEL (e.g. "
+                         "all-minilm-l6-v2-code-int8: rerank-model.onnx, its head in rerank-model.json), "
+                         "as --onnx does; needs no JAX")
     ap.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads")
     ap.add_argument("--onnx-batch", action="store_true", help="with --onnx: a query's pairs in one "
                     "padded run instead of one run each (measured no faster here; int8 activations are "
@@ -72,15 +76,24 @@ def main() -> None:
     if args.cache and os.path.exists(args.cache):
         cache = json.load(open(args.cache))
     fp32_dir = os.path.join(E.raggrep_home(), "models", FP32)
-    if args.onnx:
+    if args.onnx and args.installed:
+        raise SystemExit("eval_reranker: --onnx or --installed, not both")
+    if args.onnx or args.installed:
         import onnxruntime as ort
 
         so = ort.SessionOptions()
         so.intra_op_num_threads = args.threads
         so.log_severity_level = 3
-        sess = ort.InferenceSession(os.path.join(args.onnx, "model.onnx"), so,
-                                    providers=["CPUExecutionProvider"])
-        head = json.load(open(os.path.join(args.onnx, "head.json")))
+        if args.installed:
+            model_dir = os.path.join(E.raggrep_home(), "models", args.installed)
+            graph = os.path.join(model_dir, "rerank-model.onnx")
+            with open(os.path.join(model_dir, "rerank-model.json")) as fh:
+                head = json.load(fh)["head"]
+        else:
+            graph = os.path.join(args.onnx, "model.onnx")
+            with open(os.path.join(args.onnx, "head.json")) as fh:
+                head = json.load(fh)
+        sess = ort.InferenceSession(graph, so, providers=["CPUExecutionProvider"])
         hw, hb = np.array(head["w"], dtype=np.float32), float(head["b"])
 
         def run_batch(encs):
@@ -134,7 +147,7 @@ def main() -> None:
         if n % 50 == 0:
             print(f"  {n + 1}/{len(per_query)} queries, {time.time() - t0:.0f}s", file=sys.stderr, flush=True)
     if lat:
-        print(f"reranking one query's top {args.top} ({'onnx int8, %d thread(s), %s' % (args.threads, 'one batch' if args.onnx_batch else 'one pair a run') if args.onnx else 'JAX fp32, one batch'}): "
+        print(f"reranking one query's top {args.top} ({'onnx int8, %d thread(s), %s' % (args.threads, 'one batch' if args.onnx_batch else 'one pair a run') if args.onnx or args.installed else 'JAX fp32, one batch'}): "
               f"p50 {np.percentile(lat, 50) * 1e3:.0f} ms, p95 {np.percentile(lat, 95) * 1e3:.0f} ms over {len(lat)} queries")
     if args.cache:
         with open(args.cache + ".tmp", "w") as fh:
