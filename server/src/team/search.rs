@@ -59,6 +59,8 @@ struct Row {
     content: String,
     cosine: f32,
     file: String,
+    /// From the path, as the local index derives it.
+    language: Language,
 }
 
 /// How many candidates each ranking contributes (as the local search).
@@ -177,10 +179,7 @@ pub fn search(
                         kind: r.kind,
                         symbol: &r.symbol,
                         container: &r.container,
-                        code_lines: crate::chunk::code_lines(
-                            &r.content,
-                            crate::lang::Language::from_path(std::path::Path::new(&r.path)),
-                        ),
+                        code_lines: crate::chunk::code_lines(&r.content, r.language),
                     })
                 };
                 let stored_cosine = |i: usize| rows.get(i).map_or(0.0, |r| r.cosine);
@@ -201,7 +200,7 @@ pub fn search(
         }) {
             continue;
         }
-        let language = Language::from_path(std::path::Path::new(&row.path));
+        let language = row.language;
         hits.push(TeamHit {
             repo: row.repo.clone(),
             hit: crate::search::Hit {
@@ -229,6 +228,7 @@ fn read_row(row: &postgres::Row) -> Row {
     let path: String = row.get(1);
     Row {
         file: format!("{repo}\u{0}{path}"),
+        language: Language::from_path(std::path::Path::new(&path)),
         repo,
         path,
         start_line: row.get::<_, i32>(2).max(0) as u32,
