@@ -78,7 +78,8 @@ def main() -> None:
     fp32_dir = os.path.join(E.raggrep_home(), "models", FP32)
     if args.onnx and args.installed:
         raise SystemExit("eval_reranker: --onnx or --installed, not both")
-    if args.onnx or args.installed:
+    use_onnx = bool(args.onnx or args.installed)
+    if use_onnx:
         import onnxruntime as ort
 
         so = ort.SessionOptions()
@@ -147,7 +148,7 @@ def main() -> None:
         if n % 50 == 0:
             print(f"  {n + 1}/{len(per_query)} queries, {time.time() - t0:.0f}s", file=sys.stderr, flush=True)
     if lat:
-        print(f"reranking one query's top {args.top} ({'onnx int8, %d thread(s), %s' % (args.threads, 'one batch' if args.onnx_batch else 'one pair a run') if args.onnx or args.installed else 'JAX fp32, one batch'}): "
+        print(f"reranking one query's top {args.top} ({'onnx int8, %d thread(s), %s' % (args.threads, 'one batch' if args.onnx_batch else 'one pair a run') if use_onnx else 'JAX fp32, one batch'}): "
               f"p50 {np.percentile(lat, 50) * 1e3:.0f} ms, p95 {np.percentile(lat, 95) * 1e3:.0f} ms over {len(lat)} queries")
     if args.cache:
         with open(args.cache + ".tmp", "w") as fh:
