@@ -17,6 +17,14 @@ VALIDATION packages' log-loss. The "no confident match" threshold is chosen on t
 packages too: the highest that flags at most 15 % of the queries whose answer is in the first 5.
 `--report` dumps (the benchmark's TUNE half) are only evaluated.
 
+Each hit's score (the "hit" part of the output): the probability that this hit is the answer,
+from two signals, fitted the same way on the first 10 hits of every query: the hit's share of
+the fusion's softmax over the query's candidates (log), which orders one query's hits as the
+fusion does, and the confidence's logit, which says how good the query's best evidence is. So
+scores fall down a list as the ranking does, and compare across queries and roots; before, a
+hit's score was the fused linear score squashed into (0, 1), near 1.0 for the first hits of
+nearly every query whether they were the answer or not.
+
 Mixture: every package is asked as many foreign queries as its own, so the calibration is for a
 stream where about half the questions have an answer in the code base. That is stated with the
 numbers wherever they are reported; label noise: a foreign query may have a real answer in
@@ -44,6 +52,11 @@ SIGNALS = ["top_linear", "gap_5", "max_cosine", "gap_2", "top_cosine", "top_symb
 # The shipped subset, chosen on the validation packages' log-loss (README: the ablation).
 SHIPPED = ["top_linear", "gap_5", "max_cosine"]
 TOP_K = 5
+# How many hits per query the hit calibration is fitted and judged on (MCP's default k).
+HIT_DEPTH = 10
+# The hit calibration's inputs, in the order of confidence.json's "hit" weights
+# (server/src/search/confidence.rs computes the same).
+HIT_SIGNALS = ["log_share", "confidence_logit"]
 
 
 def signals(X: np.ndarray, linear: np.ndarray, kept: list[int]) -> list[float]:
@@ -75,8 +88,14 @@ def prepare(rows, fusion_score):
         kept = distinct(order, spans)
         gold = r.get("gold")
         label = gold is not None and any(overlaps(spans[i], gold) for i in kept[:TOP_K])
+        # Each shown hit: its share of the fusion's softmax over all candidates (what the
+        # listwise fit makes a probability within the query), and whether it is the answer.
+        top = linear.max()
+        log_norm = top + np.log(np.exp(linear - top).sum())
+        hits = [(float(linear[i] - log_norm), float(linear[i]),
+                 1.0 if gold is not None and overlaps(spans[i], gold) else 0.0) for i in kept[:HIT_DEPTH]]
         out.append({"x": signals(X, linear, kept), "y": 1.0 if label else 0.0, "foreign": gold is None,
-                    "split": r.get("split"), "language": r["language"], "package": r["package"]})
+                    "split": r.get("split"), "language": r["language"], "package": r["package"], "hits": hits})
     return out
 
 
@@ -145,6 +164,66 @@ def evaluate(items, w, b, mu, sd, threshold: float):
     }
 
 
+def hit_matrix(items, w, b, mu, sd):
+    """Per shown hit: (log share, the query's confidence logit), its label, its fused score."""
+    X, y, linear = [], [], []
+    for it in items:
+        z = float(((np.array(it["x"]) - mu) / sd) @ w + b)
+        for log_share, lin, label in it["hits"]:
+            X.append([log_share, z])
+            y.append(label)
+            linear.append(lin)
+    return np.array(X).reshape(-1, len(HIT_SIGNALS)), np.array(y), np.array(linear)
+
+
+def fit_hits(train, val, w, b, mu, sd):
+    """The hit calibration: L2 chosen on the validation packages' log-loss, as for the query's."""
+    Xt, yt, _ = hit_matrix(train, w, b, mu, sd)
+    Xv, yv, _ = hit_matrix(val, w, b, mu, sd)
+    hmu, hsd = Xt.mean(0), Xt.std(0) + 1e-9
+    best = None
+    for l2 in (1e-4, 1e-3, 1e-2, 1e-1, 1.0):
+        hw, hb = fit((Xt - hmu) / hsd, yt, l2)
+        pv = predict((Xv - hmu) / hsd, hw, hb)
+        loss = float(-np.mean(yv * np.log(pv + 1e-12) + (1 - yv) * np.log(1 - pv + 1e-12)))
+        if best is None or loss < best[0]:
+            best = (loss, l2, hw, hb)
+    _, l2, hw, hb = best
+    return hw, hb, hmu, hsd, l2
+
+
+def evaluate_hits(items, w, b, mu, sd, hit):
+    """How well each hit's score says whether it is the answer: the calibrated probability against
+    the squashed fused score it replaced (AUC over all hits of all queries, calibration error,
+    log-loss), and the first hit's mean score against how often it is the answer."""
+    hw, hb, hmu, hsd = hit
+    X, y, linear = hit_matrix(items, w, b, mu, sd)
+    first = np.concatenate([np.arange(len(it["hits"])) == 0 for it in items])
+    own = np.concatenate([np.full(len(it["hits"]), not it["foreign"]) for it in items])
+    out = {"hits": int(len(y))}
+    for name, p in (("probability", predict((X - hmu) / hsd, hw, hb)), ("squashed", 1 / (1 + np.exp(-linear)))):
+        p = np.clip(p, 1e-7, 1 - 1e-7)
+        out[name] = {
+            "auc": auc(p, y), "ece": ece(p, y),
+            "log_loss": float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p))),
+            "first_mean": float(p[first].mean()), "first_answer": float(y[first].mean()),
+            "own_first_mean": float(p[first & own].mean()) if (first & own).any() else float("nan"),
+            "own_first_answer": float(y[first & own].mean()) if (first & own).any() else float("nan"),
+            "ece_own": ece(p[own], y[own]) if own.any() else float("nan"),
+        }
+    return out
+
+
+def hit_line(name, r):
+    parts = []
+    for which in ("probability", "squashed"):
+        m = r[which]
+        parts.append(f"{which}: AUC {m['auc']:.3f} ECE {m['ece']:.4f} (own queries {m['ece_own']:.4f}) log-loss "
+                     f"{m['log_loss']:.3f}, first hit {m['first_mean']:.3f} vs answer {m['first_answer']:.3f} "
+                     f"(own {m['own_first_mean']:.3f} vs {m['own_first_answer']:.3f})")
+    return f"{name:16s} hits={r['hits']:6d}  " + " | ".join(parts)
+
+
 def line(name, r):
     return (f"{name:16s} n={r['n']:5d} (own {r['own']}, foreign {r['foreign']})  AUC {r['auc']:.3f} (own only "
             f"{r['auc_own']:.3f})  log-loss {r['log_loss']:.3f}  ECE {r['ece']:.3f}  | own R@5 {r['own_R@5']:.3f}: "
@@ -192,19 +271,27 @@ def main() -> int:
     print(f"l2 {l2:g}; threshold {threshold}: flags {(pv[found] < threshold).mean():.3f} of the validation queries "
           f"whose answer is in the first {TOP_K}", file=sys.stderr)
     args.threshold = threshold
+    hw, hb, hmu, hsd, hit_l2 = fit_hits(train, val, w, b, mu, sd)
+    hit = (hw, hb, hmu, hsd)
+    print(f"hits: l2 {hit_l2:g}, weights {np.round(hw, 4).tolist()}, bias {hb:.4f}", file=sys.stderr)
     results = {"train": evaluate(train, w, b, mu, sd, args.threshold),
                "validation": evaluate(val, w, b, mu, sd, args.threshold)}
+    hit_results = {"train": evaluate_hits(train, w, b, mu, sd, hit),
+                   "validation": evaluate_hits(val, w, b, mu, sd, hit)}
     for spec in args.report:
         name, path = spec.split("=", 1)
         rep = prepare(load(path, foreign=True), fusion_score)
         for it in rep:
             it["x"] = [it["x"][i] for i in use]
         results[name] = evaluate(rep, w, b, mu, sd, args.threshold)
+        hit_results[name] = evaluate_hits(rep, w, b, mu, sd, hit)
         for lang in sorted({it["language"] for it in rep}):
             results[f"{name}/{lang}"] = evaluate([it for it in rep if it["language"] == lang], w, b, mu, sd,
                                                  args.threshold)
     for name, r in results.items():
         print(line(name, r))
+    for name, r in hit_results.items():
+        print(hit_line(name, r))
     if args.out:
         doc = {
             "comment": "fitted by scripts/training/fit_confidence.py on training packages only "
@@ -215,6 +302,14 @@ def main() -> int:
             "top_k": TOP_K,
             "results": {k: {m: v for m, v in r.items() if m != "reliability"} for k, r in results.items()
                         if k in ("train", "validation")},
+            "hit": {
+                "comment": "P(this hit is the answer) from its log share of the fusion's softmax over the "
+                           f"query's candidates and the confidence's logit; fitted on the first {HIT_DEPTH} hits",
+                "signals": HIT_SIGNALS, "mean": [round(float(v), 6) for v in hmu],
+                "std": [round(float(v), 6) for v in hsd], "weights": [round(float(v), 6) for v in hw],
+                "bias": round(hb, 6), "l2": hit_l2,
+                "results": {k: v for k, v in hit_results.items() if k in ("train", "validation")},
+            },
         }
         tmp = args.out + ".tmp"
         with open(tmp, "w", encoding="utf-8") as fh:
