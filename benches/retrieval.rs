@@ -15,8 +15,9 @@
 //! `--dump-features FILE` writes every query's hybrid candidates with the learned fusion's
 //! features as JSON lines, for `scripts/training/fit_fusion.py`. `--foreign` also asks each
 //! package as many queries of other packages (no answer there) and reports how the default
-//! search's confidence separates answers from non-answers (`--confidence-floor
-//! auc=X,foreign_flagged=Y` checks it with `--check`); with `--dump-features` those queries are
+//! search's confidence separates answers from non-answers and how well its hit scores are
+//! calibrated (`--confidence-floor auc=X,foreign_flagged=Y,hit_calibration=Z` checks them with
+//! `--check`); with `--dump-features` those queries are
 //! dumped too (`"gold": null`, for `scripts/training/fit_confidence.py`). `--team URL` (password in
 //! `PGPASSWORD`) also pushes every package to that team index (PostgreSQL + pgvector) as a
 //! repository of its own and asks it each query with `--repo` set to that package: the team
@@ -140,12 +141,43 @@ impl Scores {
 struct ConfidenceStats {
     own: Vec<(f64, bool, bool)>,
     foreign: Vec<(f64, bool)>,
+    /// Every hit's score (the probability that it is the answer) and whether it is, own and
+    /// foreign queries alike; `first` marks each query's first hit.
+    hits: Vec<HitScore>,
+}
+
+struct HitScore {
+    score: f64,
+    answer: bool,
+    first: bool,
 }
 
 impl ConfidenceStats {
     fn add_own(&mut self, confidence: raggrep::search::Confidence, gold: &Gold, ranked: &Ranked) {
         let found = ranked.iter().take(5).any(|r| gold.is_hit(r));
         self.own.push((f64::from(confidence.value), confidence.confident, found));
+    }
+
+    fn add_hits(&mut self, scores: &[f32], answer: impl Fn(usize) -> bool) {
+        self.hits.extend(scores.iter().enumerate().map(|(i, &s)| HitScore {
+            score: f64::from(s),
+            answer: answer(i),
+            first: i == 0,
+        }));
+    }
+
+    /// 1 − the hit scores' expected calibration error (10 equal-width bins): 1 when a hit that
+    /// scores p is the answer p of the time.
+    fn hit_calibration(&self) -> f64 {
+        // Per bin: the sum of the scores and the number of answers.
+        let mut bins = [(0.0f64, 0.0f64); 10];
+        for h in &self.hits {
+            let bin = &mut bins[((h.score * 10.0) as usize).min(9)];
+            bin.0 += h.score;
+            bin.1 += f64::from(u8::from(h.answer));
+        }
+        let n = self.hits.len().max(1) as f64;
+        1.0 - bins.iter().map(|&(p, y)| (p - y).abs() / n).sum::<f64>()
     }
 
     /// Rank AUC of the confidence for "the answer is in the first 5" over every query.
@@ -211,6 +243,16 @@ impl ConfidenceStats {
             found_when(false),
             Self::share(&found, |x| !x.1) * 100.0,
             self.foreign_flagged() * 100.0
+        );
+        let first: Vec<&HitScore> = self.hits.iter().filter(|h| h.first).collect();
+        let mean =
+            |pick: &dyn Fn(&HitScore) -> f64| first.iter().map(|h| pick(h)).sum::<f64>() / first.len().max(1) as f64;
+        println!(
+            "**Hit scores of the default search** (the probability that a hit is the answer; {} hits, own and foreign queries): calibration {:.3} (1 − ECE), first hits score {:.3} on average and are the answer {:.3} of the time\n",
+            self.hits.len(),
+            self.hit_calibration(),
+            mean(&|h| h.score),
+            mean(&|h| f64::from(u8::from(h.answer)))
         );
     }
 }
@@ -502,11 +544,14 @@ fn main() {
                         )
                         .unwrap();
                         let confidence = results.confidence;
+                        let hit_scores: Vec<f32> = results.results.iter().map(|h| h.score).collect();
                         let ranked: Ranked =
                             results.results.into_iter().map(|h| (h.path, h.start_line, h.end_line)).collect();
-                        // The default system's confidence, judged against its own first 5.
+                        // The default system's confidence, judged against its own first 5, and
+                        // its hit scores against each hit.
                         if let (0, Some(c)) = (s, confidence) {
                             confidence_stats.add_own(c, gold, &ranked);
+                            confidence_stats.add_hits(&hit_scores, |i| gold.is_hit(&ranked[i]));
                         }
                         ranked
                     }
@@ -525,6 +570,8 @@ fn main() {
                 let results = search_with(&snapshot, Some(&vector), None, &query, None, Instant::now()).unwrap();
                 if let Some(c) = results.confidence {
                     confidence_stats.foreign.push((f64::from(c.value), c.confident));
+                    let hit_scores: Vec<f32> = results.results.iter().map(|h| h.score).collect();
+                    confidence_stats.add_hits(&hit_scores, |_| false);
                 }
                 if let Some(out) = dump.as_mut() {
                     let row = serde_json::json!({
@@ -634,7 +681,8 @@ fn main() {
                 let value = match name {
                     "auc" => confidence_stats.auc(),
                     "foreign_flagged" => confidence_stats.foreign_flagged(),
-                    other => panic!("--confidence-floor knows auc, foreign_flagged, not {other}"),
+                    "hit_calibration" => confidence_stats.hit_calibration(),
+                    other => panic!("--confidence-floor knows auc, foreign_flagged, hit_calibration, not {other}"),
                 };
                 assert!(value >= min, "the default search's confidence regressed: {name} {value:.3} < floor {min}");
                 eprintln!("--confidence-floor {name}: {value:.3} >= {min}");

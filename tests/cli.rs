@@ -144,6 +144,33 @@ fn natural_language_queries_find_the_function_in_the_top_3() {
     }
 }
 
+/// A default search's hit scores are probabilities that the hit is the answer: high for the
+/// first hit of a described function, low for the rest and for every hit of a question the code
+/// base cannot answer, so `--min-score` means the same in every query.
+#[test]
+fn hit_scores_are_the_probability_that_the_hit_is_the_answer() {
+    let ws = Workspace::polyglot();
+    ws.index();
+    let scores = |response: &Value| -> Vec<f64> {
+        response["results"].as_array().unwrap().iter().map(|h| h["score"].as_f64().unwrap()).collect()
+    };
+    let nothing = ws.query(&["render a 3d mesh with shadows"]);
+    let nothing_first = scores(&nothing)[0];
+    assert!(nothing_first < 0.15, "no answer here, yet the first hit scores {nothing_first}: {nothing}");
+    for (query, path, symbol) in DESCRIBED {
+        let found = ws.query(&[query]);
+        assert_eq!(hits(&found)[0], (path.to_string(), symbol.to_string()), "{query:?}");
+        let s = scores(&found);
+        assert!(s[0] >= 0.3 && s[0] > nothing_first, "{query:?}: the answer scores {s:?}");
+        assert!(s[1] <= 0.5 * s[0], "{query:?}: the second hit is less likely than the answer: {s:?}");
+        // One answer per query: the list's probabilities add up to about one at most.
+        assert!(s.iter().sum::<f64>() <= 1.2, "{query:?}: {s:?}");
+        let sure = ws.query(&["--min-score", "0.25", query]);
+        assert_eq!(hits(&sure), hits(&found)[..1], "{query:?}: only the likely answer clears 0.25");
+    }
+    assert!(hits(&ws.query(&["--min-score", "0.25", "render a 3d mesh with shadows"])).is_empty());
+}
+
 #[test]
 fn identifier_query_works_in_lexical_mode() {
     let ws = Workspace::polyglot();

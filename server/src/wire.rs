@@ -750,7 +750,7 @@ mod tests {
             text: "```rust\n// src/auth/token.rs:12-30\npub fn validate() {}\n```\n".into(),
             tokens: 17,
             sources: vec!["src/auth/token.rs:12-30".into()],
-            confidence: Some(search::Confidence { value: 0.87364, confident: true }),
+            confidence: Some(search::Confidence { value: 0.87364, confident: true, logit: 1.93 }),
         };
         insta::assert_json_snapshot!(ContextResponse::new(context, false));
     }

@@ -89,7 +89,8 @@ enum Command {
         /// Only paths matching this glob (relative to the root), e.g. 'src/**/*.rs'.
         #[arg(long = "path")]
         path_glob: Option<String>,
-        /// Drop results scoring below this.
+        /// Drop results scoring below this (default search: the probability that a hit is the
+        /// answer, e.g. 0.25; dense: cosine; lexical: BM25).
         #[arg(long, value_parser = finite_score)]
         min_score: Option<f32>,
         /// Exact vector scan instead of the HNSW graph.

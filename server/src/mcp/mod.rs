@@ -585,7 +585,7 @@ impl RaggrepMcp {
     }
 
     #[tool(
-        description = "Search the codebase by meaning and keywords. Returns ranked hits: location (path:start-end, 1-based inclusive lines), symbol, kind, language, score, a short snippet, and stale (the file changed since it was indexed); tokens (estimated size of the response). Also partial (indexing still running: results cover what is indexed so far), omitted (hits left out to stay within max_tokens) and degraded (why ranking is worse than usual) when set. In hybrid mode, confidence (0-1: how likely the first 5 hits hold what was asked about) and no_confident_match (true: probably nothing here matches; the hits are only the closest code)."
+        description = "Search the codebase by meaning and keywords. Returns ranked hits: location (path:start-end, 1-based inclusive lines), symbol, kind, language, score, a short snippet, and stale (the file changed since it was indexed); tokens (estimated size of the response). Also partial (indexing still running: results cover what is indexed so far), omitted (hits left out to stay within max_tokens) and degraded (why ranking is worse than usual) when set. In hybrid mode, each hit's score is the probability (0-1) that it is what was asked about, confidence (0-1: how likely the first 5 hits hold it) and no_confident_match (true: probably nothing here matches; the hits are only the closest code)."
     )]
     async fn search(&self, Parameters(args): Parameters<SearchArgs>) -> Result<CallToolResult, ErrorData> {
         Ok(self.search_inner(args).await.unwrap_or_else(failure))

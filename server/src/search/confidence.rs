@@ -8,6 +8,12 @@
 //! judgement). `scripts/training/fit_confidence.py` fits a logistic regression over those three
 //! on training packages only, with negatives made of other packages' queries (nothing in this
 //! index is their answer), and writes `confidence.json`.
+//!
+//! Each hit's score comes from the same file ([`HitCalibration`]): the probability that this hit
+//! is the answer, from its share of the fusion's softmax over the query's candidates (which
+//! orders one query's hits) and the confidence's logit (which says how good the best evidence
+//! is). The fused score squashed into (0, 1) was near 1.0 for the first hits of nearly every
+//! query, answer or not, so it ordered hits and said nothing else.
 
 use std::sync::OnceLock;
 
@@ -21,6 +27,9 @@ pub const SIGNALS: [&str; 3] = ["top_linear", "gap_5", "max_cosine"];
 
 const COSINE: usize = 4;
 
+/// The hit calibration's inputs, in the order of its weights.
+pub const HIT_SIGNALS: [&str; 2] = ["log_share", "confidence_logit"];
+
 /// The calibrated confidence of one search.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Confidence {
@@ -28,6 +37,10 @@ pub struct Confidence {
     pub value: f32,
     /// `value` clears the calibration's threshold.
     pub confident: bool,
+    /// `value` before the logistic: what each hit's probability reads (exact where `value`
+    /// rounds to 1.0 in f32).
+    #[serde(skip)]
+    pub logit: f32,
 }
 
 #[derive(Debug, Deserialize)]
@@ -40,6 +53,17 @@ pub struct Calibration {
     pub threshold: f32,
     /// How many first results the probability is about.
     pub top_k: usize,
+    pub hit: HitCalibration,
+}
+
+/// P(this hit is the answer), fitted on the first 10 hits of training packages' queries.
+#[derive(Debug, Deserialize)]
+pub struct HitCalibration {
+    pub signals: Vec<String>,
+    pub mean: Vec<f32>,
+    pub std: Vec<f32>,
+    pub weights: Vec<f32>,
+    pub bias: f32,
 }
 
 const CALIBRATION_JSON: &str = include_str!("confidence.json");
@@ -53,23 +77,65 @@ pub fn calibration() -> Option<&'static Calibration> {
             let c: Calibration = serde_json::from_str(CALIBRATION_JSON).ok()?;
             let n = SIGNALS.len();
             let names_match = c.signals.iter().map(String::as_str).eq(SIGNALS.iter().copied());
-            (names_match && c.mean.len() == n && c.std.len() == n && c.weights.len() == n && c.top_k > 0).then_some(c)
+            let hit = &c.hit;
+            let m = HIT_SIGNALS.len();
+            let hit_names_match = hit.signals.iter().map(String::as_str).eq(HIT_SIGNALS.iter().copied());
+            let hit_ok = hit_names_match && hit.mean.len() == m && hit.std.len() == m && hit.weights.len() == m;
+            (names_match && hit_ok && c.mean.len() == n && c.std.len() == n && c.weights.len() == n && c.top_k > 0)
+                .then_some(c)
         })
         .as_ref()
 }
 
+/// `bias + Σ weight · (signal − mean) / std`: a logistic regression's logit.
+fn logit(signals: &[f32], mean: &[f32], std: &[f32], weights: &[f32], bias: f32) -> f32 {
+    signals.iter().zip(mean).zip(std).zip(weights).map(|(((x, m), s), w)| w * (x - m) / s.max(1e-6)).sum::<f32>() + bias
+}
+
+fn logistic(z: f32) -> f32 {
+    1.0 / (1.0 + (-z).exp())
+}
+
 impl Calibration {
-    fn probability(&self, signals: [f32; SIGNALS.len()]) -> f32 {
-        let z: f32 = signals
-            .iter()
-            .zip(&self.mean)
-            .zip(&self.std)
-            .zip(&self.weights)
-            .map(|(((x, m), s), w)| w * (x - m) / s.max(1e-6))
-            .sum::<f32>()
-            + self.bias;
-        1.0 / (1.0 + (-z).exp())
+    fn logit(&self, signals: [f32; SIGNALS.len()]) -> f32 {
+        logit(&signals, &self.mean, &self.std, &self.weights, self.bias)
     }
+
+    #[cfg(test)]
+    fn probability(&self, signals: [f32; SIGNALS.len()]) -> f32 {
+        logistic(self.logit(signals))
+    }
+}
+
+impl HitCalibration {
+    fn probability(&self, log_share: f32, confidence_logit: f32) -> f32 {
+        logistic(logit(&[log_share, confidence_logit], &self.mean, &self.std, &self.weights, self.bias))
+    }
+}
+
+/// Each hit's probability of being the answer, in the ranking's order. `ranked` holds the
+/// learned fusion's linear scores (after any reranking, which adds to them), best first; the
+/// softmax over all of them is the fusion's own distribution over the candidates. Higher linear
+/// score, higher probability (the share's weight is positive; the unit test checks it). A hit
+/// never scores above one the ranking puts before it: reranking re-sorts only the best
+/// candidates, which stay first even where the reranker lowered one below the next.
+pub fn hit_probabilities(confidence: &Confidence, ranked: &[(usize, f32)]) -> Option<Vec<(usize, f32)>> {
+    let hit = &calibration()?.hit;
+    let top = ranked.iter().map(|&(_, linear)| linear).fold(f32::NEG_INFINITY, f32::max);
+    if !top.is_finite() {
+        return None;
+    }
+    let log_norm = top + ranked.iter().map(|&(_, linear)| (linear - top).exp()).sum::<f32>().ln();
+    let mut ceiling = 1.0_f32;
+    Some(
+        ranked
+            .iter()
+            .map(|&(chunk, linear)| {
+                ceiling = ceiling.min(hit.probability(linear - log_norm, confidence.logit));
+                (chunk, ceiling)
+            })
+            .collect(),
+    )
 }
 
 /// The confidence of a learned-fusion ranking: `ranked` holds the linear scores, best first,
@@ -81,8 +147,9 @@ pub fn of(snapshot: &Snapshot, candidates: &[Candidate], ranked: &[(usize, f32)]
     let distinct = distinct_scores(snapshot, ranked, calibration.top_k);
     let (&top, &last) = (distinct.first()?, distinct.last()?);
     let max_cosine = candidates.iter().map(|c| c.features[COSINE]).fold(f32::NEG_INFINITY, f32::max);
-    let value = calibration.probability([top, top - last, max_cosine]);
-    Some(Confidence { value, confident: value >= calibration.threshold })
+    let logit = calibration.logit([top, top - last, max_cosine]);
+    let value = logistic(logit);
+    Some(Confidence { value, confident: value >= calibration.threshold, logit })
 }
 
 /// The scores of the first `n` hits the engine would show: overlapping chunks of one file count
@@ -124,5 +191,34 @@ mod tests {
         assert!(c.probability([8.0, 0.0, 0.2]) > weak);
         assert!(c.probability([0.0, 3.0, 0.2]) > weak);
         assert!(c.probability([0.0, 0.0, 0.6]) > weak);
+    }
+
+    fn confidence(logit: f32) -> Confidence {
+        Confidence { value: logistic(logit), confident: true, logit }
+    }
+
+    #[test]
+    fn hit_probabilities_follow_the_ranking_and_the_confidence() {
+        let ranked = [(7, 9.0), (3, 6.5), (4, 6.4), (1, 2.0), (9, -3.0)];
+        let sure = hit_probabilities(&confidence(3.0), &ranked).unwrap();
+        assert_eq!(sure.iter().map(|h| h.0).collect::<Vec<_>>(), [7, 3, 4, 1, 9], "order and chunks kept");
+        assert!(sure.windows(2).all(|w| w[0].1 > w[1].1), "falls down the list: {sure:?}");
+        assert!(sure.iter().all(|h| h.1 > 0.0 && h.1 < 1.0), "{sure:?}");
+        // A hit that stands far above the rest of a confident query is probably the answer;
+        // the one after it probably is not.
+        assert!(sure[0].1 > 0.5 && sure[1].1 < 0.3, "{sure:?}");
+        // The same ranking with weak evidence: every hit is less likely.
+        let unsure = hit_probabilities(&confidence(-3.0), &ranked).unwrap();
+        assert!(sure.iter().zip(&unsure).all(|(a, b)| a.1 > b.1), "{sure:?} {unsure:?}");
+        // A first hit that shares the mass with many near-equals is less likely than a lone one.
+        let crowded: Vec<(usize, f32)> = (0..10).map(|i| (i, 9.0 - 0.01 * i as f32)).collect();
+        let crowded = hit_probabilities(&confidence(3.0), &crowded).unwrap();
+        assert!(crowded[0].1 < sure[0].1, "{crowded:?}");
+        assert_eq!(hit_probabilities(&confidence(3.0), &[]), None);
+        // Reranked: the re-sorted best candidates come first even when the next one's score is
+        // higher; it does not score above them.
+        let reranked = [(1, 8.0), (2, 3.0), (3, 5.0)];
+        let p = hit_probabilities(&confidence(3.0), &reranked).unwrap();
+        assert!(p[2].1 <= p[1].1, "{p:?}");
     }
 }

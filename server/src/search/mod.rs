@@ -12,7 +12,8 @@
 //! overlapping chunks of one file collapsed to the best one.
 //!
 //! A default (learned hybrid) search also says how likely its first results hold the answer
-//! ([`confidence`]): scores order one query's hits; the confidence compares across queries.
+//! ([`confidence`]), and each hit's score is the probability that it is the answer, so both
+//! compare across queries (other modes' scores order one query's hits only).
 
 pub mod confidence;
 pub mod learned;
@@ -284,7 +285,11 @@ pub fn search_with(
                 if let Some(reranker) = reranker {
                     rerank(snapshot, reranker, &query.text, &mut ranked)?;
                 }
-                ranked.into_iter().map(|(chunk, linear)| (chunk, learned::squash(linear))).collect()
+                match confidence.as_ref().and_then(|c| confidence::hit_probabilities(c, &ranked)) {
+                    Some(probabilities) => probabilities,
+                    // No query vector (or no calibration): the fused score keeps ordering the hits.
+                    None => ranked.into_iter().map(|(chunk, linear)| (chunk, learned::squash(linear))).collect(),
+                }
             }
             (fusion, _) => fuse(&dense, &lexical, fusion),
         },
