@@ -234,6 +234,13 @@ async def run_checks(client, root, transport):
           reranked.get("no_confident_match") is False and 0.3 <= reranked.get("confidence", -1) <= 1
           and nothing.get("no_confident_match") is True and nothing.get("confidence", 1) < 0.3
           and nothing.get("results"), repr(nothing)[:300])
+    # Hit scores are probabilities of being the answer, so min_score means the same in any query.
+    likely = await call(client, "search", {"query": "check whether an API token is still valid", "k": 10,
+                                           "min_score": 0.25})
+    unlikely = await call(client, "search", {"query": "render a 3d mesh with shadows", "k": 3, "min_score": 0.25})
+    check("search: min_score keeps only the likely answer, and nothing when nothing here matches",
+          len(hits) > 1 and locations(likely) == [top.get("location")] and not unlikely.is_error
+          and locations(unlikely) == [], repr((locations(likely), locations(unlikely), [h.get("score") for h in hits])))
     bad_rerank = await call(client, "search", {"query": "token", "mode": "lexical", "rerank": True})
     check("search: rerank outside hybrid mode is a tool error that says why",
           bad_rerank.is_error and "hybrid ranking only" in text_of(bad_rerank), text_of(bad_rerank)[:200])
@@ -296,6 +303,7 @@ async def run_checks(client, root, transport):
     # Bad arguments: tool errors with a clear message.
     await expect_error(client, "error: missing argument", "search", {}, "query")
     await expect_error(client, "error: wrong type", "search", {"query": "x", "k": "ten"})
+    await expect_error(client, "error: min_score not a number", "search", {"query": "x", "min_score": "high"})
     await expect_error(client, "error: empty query", "search", {"query": "   "}, "empty")
     await expect_error(client, "error: k=0", "search", {"query": "x", "k": 0}, "k")
     await expect_error(client, "error: unknown mode", "search", {"query": "x", "mode": "fuzzy"})

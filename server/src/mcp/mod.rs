@@ -252,6 +252,10 @@ pub struct SearchArgs {
     /// Re-sort the best 10 candidates with the reranker, which reads the query and each candidate together (hybrid mode only; default false): finds the right function more often, ~0.2 s slower.
     #[serde(default, deserialize_with = "null_as_default")]
     pub rerank: bool,
+    /// Leave out hits scoring below this. In hybrid mode a hit's score is the probability that it is what was asked about, so 0.1 keeps only plausible answers (fewer tokens); dense: cosine; lexical: BM25.
+    #[serde(default)]
+    #[schemars(with = "f64", transform = optional_argument)]
+    pub min_score: Option<f64>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -610,7 +614,13 @@ impl RaggrepMcp {
             SearchMode::Dense => Mode::Dense,
             SearchMode::Lexical => Mode::Lexical,
         };
-        let query = Query { k, mode, path_glob, language, rerank: args.rerank, ..Query::new(text) };
+        let min_score = match args.min_score {
+            Some(score) if !score.is_finite() => return Err(format!("min_score {score} is not a finite number")),
+            // Scores are f32; a bound past f32's range keeps (or drops) everything, as it says.
+            Some(score) => Some(score.clamp(f64::from(f32::MIN), f64::from(f32::MAX)) as f32),
+            None => None,
+        };
+        let query = Query { k, mode, path_glob, language, rerank: args.rerank, min_score, ..Query::new(text) };
         let started = std::time::Instant::now();
         self.blocking(move |ws| {
             let found = ws.find(&query).map_err(|e| e.to_string())?;
