@@ -252,7 +252,7 @@ pub struct SearchArgs {
     /// Re-sort the best 10 candidates with the reranker, which reads the query and each candidate together (hybrid mode only; default false): finds the right function more often, ~0.2 s slower.
     #[serde(default, deserialize_with = "null_as_default")]
     pub rerank: bool,
-    /// Leave out hits scoring below this. In hybrid mode a hit's score is the probability that it is what was asked about, so 0.1 keeps only plausible answers (fewer tokens); dense: cosine; lexical: BM25.
+    /// Leave out hits scoring below this. In hybrid mode a hit's score is the probability that it is what was asked about: 0.01 leaves out about a third of the hits (two thirds when nothing here matches) and about 1 in 20 answers; dense: cosine; lexical: BM25.
     #[serde(default)]
     #[schemars(with = "f64", transform = optional_argument)]
     pub min_score: Option<f64>,
