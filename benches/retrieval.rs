@@ -144,12 +144,15 @@ struct ConfidenceStats {
     /// Every hit's score (the probability that it is the answer) and whether it is, own and
     /// foreign queries alike; `first` marks each query's first hit.
     hits: Vec<HitScore>,
+    /// The same for `--rerank`'s hits (own queries only: foreign ones are asked of the default).
+    reranked_hits: Vec<HitScore>,
 }
 
 struct HitScore {
     score: f64,
     answer: bool,
     first: bool,
+    own: bool,
 }
 
 impl ConfidenceStats {
@@ -158,26 +161,39 @@ impl ConfidenceStats {
         self.own.push((f64::from(confidence.value), confidence.confident, found));
     }
 
-    fn add_hits(&mut self, scores: &[f32], answer: impl Fn(usize) -> bool) {
-        self.hits.extend(scores.iter().enumerate().map(|(i, &s)| HitScore {
-            score: f64::from(s),
-            answer: answer(i),
-            first: i == 0,
-        }));
+    fn hit_scores(scores: &[f32], answer: impl Fn(usize) -> bool, own: bool) -> Vec<HitScore> {
+        scores
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| HitScore { score: f64::from(s), answer: answer(i), first: i == 0, own })
+            .collect()
+    }
+
+    fn add_hits(&mut self, scores: &[f32], answer: impl Fn(usize) -> bool, own: bool) {
+        self.hits.extend(Self::hit_scores(scores, answer, own));
+    }
+
+    fn add_reranked_hits(&mut self, scores: &[f32], answer: impl Fn(usize) -> bool) {
+        self.reranked_hits.extend(Self::hit_scores(scores, answer, true));
     }
 
     /// 1 − the hit scores' expected calibration error (10 equal-width bins): 1 when a hit that
     /// scores p is the answer p of the time.
     fn hit_calibration(&self) -> f64 {
+        Self::calibration(self.hits.iter())
+    }
+
+    fn calibration<'a>(hits: impl Iterator<Item = &'a HitScore>) -> f64 {
         // Per bin: the sum of the scores and the number of answers.
         let mut bins = [(0.0f64, 0.0f64); 10];
-        for h in &self.hits {
+        let mut n = 0usize;
+        for h in hits {
             let bin = &mut bins[((h.score * 10.0) as usize).min(9)];
             bin.0 += h.score;
             bin.1 += f64::from(u8::from(h.answer));
+            n += 1;
         }
-        let n = self.hits.len().max(1) as f64;
-        1.0 - bins.iter().map(|&(p, y)| (p - y).abs() / n).sum::<f64>()
+        1.0 - bins.iter().map(|&(p, y)| (p - y).abs() / n.max(1) as f64).sum::<f64>()
     }
 
     /// Rank AUC of the confidence for "the answer is in the first 5" over every query.
@@ -254,6 +270,13 @@ impl ConfidenceStats {
             mean(&|h| h.score),
             mean(&|h| f64::from(u8::from(h.answer)))
         );
+        if !self.reranked_hits.is_empty() {
+            println!(
+                "Own queries only: calibration {:.3}; with `--rerank` (scores read after the reranker, calibrated without it) {:.3}\n",
+                Self::calibration(self.hits.iter().filter(|h| h.own)),
+                Self::calibration(self.reranked_hits.iter())
+            );
+        }
     }
 }
 
@@ -551,7 +574,10 @@ fn main() {
                         // its hit scores against each hit.
                         if let (0, Some(c)) = (s, confidence) {
                             confidence_stats.add_own(c, gold, &ranked);
-                            confidence_stats.add_hits(&hit_scores, |i| gold.is_hit(&ranked[i]));
+                            confidence_stats.add_hits(&hit_scores, |i| gold.is_hit(&ranked[i]), true);
+                        }
+                        if rerank && confidence.is_some() {
+                            confidence_stats.add_reranked_hits(&hit_scores, |i| gold.is_hit(&ranked[i]));
                         }
                         ranked
                     }
@@ -571,7 +597,7 @@ fn main() {
                 if let Some(c) = results.confidence {
                     confidence_stats.foreign.push((f64::from(c.value), c.confident));
                     let hit_scores: Vec<f32> = results.results.iter().map(|h| h.score).collect();
-                    confidence_stats.add_hits(&hit_scores, |_| false);
+                    confidence_stats.add_hits(&hit_scores, |_| false, false);
                 }
                 if let Some(out) = dump.as_mut() {
                     let row = serde_json::json!({
