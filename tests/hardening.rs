@@ -325,6 +325,15 @@ fn flipped_vector_bytes_are_detected_and_repaired() {
         assert!(hit["score"].as_f64().is_some_and(f64::is_finite), "garbage ranked: {found}");
     }
     assert!(found["degraded"].is_string() || results(&found)[0]["symbol"] == "validate_token", "{found}");
+    // The default search says what it is missing and makes no calibrated claim without it:
+    // no confidence, and scores that only order the hits (not a 1 % "probability" for the
+    // right lexical answer).
+    let hybrid = query(&root, &["-k", "5", "check whether an API token is still valid"]);
+    if hybrid["degraded"].is_string() {
+        assert!(hybrid.get("confidence").is_none_or(Value::is_null), "{hybrid}");
+        assert!(hybrid.get("no_confident_match").is_none_or(Value::is_null), "{hybrid}");
+    }
+    assert!(results(&hybrid).iter().all(|h| h["score"].as_f64().is_some_and(f64::is_finite)), "{hybrid}");
     let stats: Value = serde_json::from_slice(&ok(&root, &["index", ".", "--json"]).stdout).unwrap();
     assert!(stats["embedded"].as_u64().unwrap() > 0, "damaged vectors are embedded again: {stats}");
     let found = query(&root, &["--mode", "dense", "-k", "1", "check whether an API token is still valid"]);

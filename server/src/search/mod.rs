@@ -278,8 +278,9 @@ pub fn search_with(
             (Fusion::Learned, Some(weights)) => {
                 let candidates = learned::candidates(snapshot, vector, &query.text, &dense, &lexical);
                 let mut ranked = learned::rank_linear(&candidates, weights);
-                // Calibrated without a query vector's cosines it would not be: no vector, no claim.
-                if vector.is_some() {
+                // Calibrated on whole rankings: without a query vector's cosines, or with part of
+                // the index ignored as damaged, it would not be. No evidence, no claim.
+                if vector.is_some() && degraded.is_none() {
                     confidence = confidence::of(snapshot, &candidates, &ranked);
                 }
                 if let Some(reranker) = reranker {
