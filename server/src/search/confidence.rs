@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
-use super::learned::{Candidate, FEATURES};
+use super::learned::{Candidate, FEATURES, Standardized};
 use crate::index::Snapshot;
 
 /// Signal names, in the order of the weights file.
@@ -46,9 +46,8 @@ pub struct Confidence {
 #[derive(Debug, Deserialize)]
 pub struct Calibration {
     pub signals: Vec<String>,
-    pub mean: Vec<f32>,
-    pub std: Vec<f32>,
-    pub weights: Vec<f32>,
+    #[serde(flatten)]
+    pub model: Standardized,
     pub bias: f32,
     pub threshold: f32,
     /// How many first results the probability is about.
@@ -60,9 +59,8 @@ pub struct Calibration {
 #[derive(Debug, Deserialize)]
 pub struct HitCalibration {
     pub signals: Vec<String>,
-    pub mean: Vec<f32>,
-    pub std: Vec<f32>,
-    pub weights: Vec<f32>,
+    #[serde(flatten)]
+    pub model: Standardized,
     pub bias: f32,
 }
 
@@ -75,21 +73,10 @@ pub fn calibration() -> Option<&'static Calibration> {
     CALIBRATION
         .get_or_init(|| {
             let c: Calibration = serde_json::from_str(CALIBRATION_JSON).ok()?;
-            let n = SIGNALS.len();
-            let names_match = c.signals.iter().map(String::as_str).eq(SIGNALS.iter().copied());
-            let hit = &c.hit;
-            let m = HIT_SIGNALS.len();
-            let hit_names_match = hit.signals.iter().map(String::as_str).eq(HIT_SIGNALS.iter().copied());
-            let hit_ok = hit_names_match && hit.mean.len() == m && hit.std.len() == m && hit.weights.len() == m;
-            (names_match && hit_ok && c.mean.len() == n && c.std.len() == n && c.weights.len() == n && c.top_k > 0)
+            (c.model.fits(&c.signals, &SIGNALS) && c.hit.model.fits(&c.hit.signals, &HIT_SIGNALS) && c.top_k > 0)
                 .then_some(c)
         })
         .as_ref()
-}
-
-/// `bias + Σ weight · (signal − mean) / std`: a logistic regression's logit.
-fn logit(signals: &[f32], mean: &[f32], std: &[f32], weights: &[f32], bias: f32) -> f32 {
-    signals.iter().zip(mean).zip(std).zip(weights).map(|(((x, m), s), w)| w * (x - m) / s.max(1e-6)).sum::<f32>() + bias
 }
 
 fn logistic(z: f32) -> f32 {
@@ -98,7 +85,7 @@ fn logistic(z: f32) -> f32 {
 
 impl Calibration {
     fn logit(&self, signals: [f32; SIGNALS.len()]) -> f32 {
-        logit(&signals, &self.mean, &self.std, &self.weights, self.bias)
+        self.model.linear(&signals) + self.bias
     }
 
     #[cfg(test)]
@@ -109,7 +96,7 @@ impl Calibration {
 
 impl HitCalibration {
     fn probability(&self, log_share: f32, confidence_logit: f32) -> f32 {
-        logistic(logit(&[log_share, confidence_logit], &self.mean, &self.std, &self.weights, self.bias))
+        logistic(self.model.linear(&[log_share, confidence_logit]) + self.bias)
     }
 }
 

@@ -257,13 +257,44 @@ pub fn candidates_from<'a>(
         .collect()
 }
 
+/// A linear model over standardised inputs, as the training scripts write them: one mean,
+/// deviation and weight per named input. The fusion, the confidence and its hit calibration
+/// are all this.
+#[derive(Debug, Deserialize)]
+pub struct Standardized {
+    pub mean: Vec<f32>,
+    pub std: Vec<f32>,
+    pub weights: Vec<f32>,
+}
+
+impl Standardized {
+    /// `names` are exactly `expected`, in order, with one mean, deviation and weight each.
+    pub fn fits(&self, names: &[String], expected: &[&str]) -> bool {
+        let n = expected.len();
+        names.iter().map(String::as_str).eq(expected.iter().copied())
+            && self.mean.len() == n
+            && self.std.len() == n
+            && self.weights.len() == n
+    }
+
+    /// `Σ weight · (x − mean) / std`.
+    pub fn linear(&self, inputs: &[f32]) -> f32 {
+        inputs
+            .iter()
+            .zip(&self.mean)
+            .zip(&self.std)
+            .zip(&self.weights)
+            .map(|(((x, mean), std), w)| w * (x - mean) / std.max(1e-6))
+            .sum()
+    }
+}
+
 /// Fitted weights over standardised features (`learned_fusion.json`).
 #[derive(Debug, Deserialize)]
 pub struct Weights {
     pub features: Vec<String>,
-    pub mean: Vec<f32>,
-    pub std: Vec<f32>,
-    pub weights: Vec<f32>,
+    #[serde(flatten)]
+    pub model: Standardized,
 }
 
 const WEIGHTS_JSON: &str = include_str!("learned_fusion.json");
@@ -275,10 +306,7 @@ pub fn weights() -> Option<&'static Weights> {
     WEIGHTS
         .get_or_init(|| {
             let weights: Weights = serde_json::from_str(WEIGHTS_JSON).ok()?;
-            let n = FEATURES.len();
-            let names_match = weights.features.iter().map(String::as_str).eq(FEATURES.iter().copied());
-            (names_match && weights.mean.len() == n && weights.std.len() == n && weights.weights.len() == n)
-                .then_some(weights)
+            weights.model.fits(&weights.features, &FEATURES).then_some(weights)
         })
         .as_ref()
 }
@@ -286,13 +314,7 @@ pub fn weights() -> Option<&'static Weights> {
 impl Weights {
     /// The fused score before squashing: what a reranker's score is added to.
     pub fn linear(&self, features: &[f32; FEATURES.len()]) -> f32 {
-        features
-            .iter()
-            .zip(&self.mean)
-            .zip(&self.std)
-            .zip(&self.weights)
-            .map(|(((x, mean), std), w)| w * (x - mean) / std.max(1e-6))
-            .sum()
+        self.model.linear(features)
     }
 
     /// The fused score, squashed into (0, 1) so scores stay comparable in size with the other
@@ -328,7 +350,7 @@ mod tests {
         let weights = weights().expect("learned_fusion.json parses and names exactly FEATURES");
         let named = [(LEX_MM, "lex_mm"), (COSINE, "cosine"), (FILE_COSINE, "file_cosine"), (FILE_LEX, "file_lex")];
         assert!(named.iter().all(|&(i, name)| FEATURES[i] == name));
-        assert!(weights.std.iter().all(|s| *s > 0.0));
+        assert!(weights.model.std.iter().all(|s| *s > 0.0));
     }
 
     #[test]
