@@ -616,8 +616,8 @@ impl RaggrepMcp {
         };
         let min_score = match args.min_score {
             Some(score) if !score.is_finite() => return Err(format!("min_score {score} is not a finite number")),
-            // Scores are f32; a bound past f32's range keeps (or drops) everything, as it says.
-            Some(score) => Some(score.clamp(f64::from(f32::MIN), f64::from(f32::MAX)) as f32),
+            // Scores are f32; a bound past its range becomes ±infinity and keeps (or drops) every hit.
+            Some(score) => Some(score as f32),
             None => None,
         };
         let query = Query { k, mode, path_glob, language, rerank: args.rerank, min_score, ..Query::new(text) };
