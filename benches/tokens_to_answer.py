@@ -11,6 +11,8 @@ For every benchmark query (a doc comment's first sentence; the documented functi
   wire hit without path/start_line/end_line, plus `stale`), hits past the budget left out, as
   the server does. The agent reads the response envelope and the hits in order until one
   overlaps the gold function.
+- raggrep, min_score 0.01: the same response with the hits scoring below 0.01 left out first
+  (the MCP `min_score` argument; a hit's score is the probability that it is the answer).
 - raggrep, then grep: when the response misses, the agent has read all of it and then explores
   as grep does (rg order).
 - grep: the query's content words (lower case, 3+ letters, stop words dropped) as
@@ -38,6 +40,9 @@ this to was were will with which when where whether each any all only one its th
 given return returns returned use used using get gets set sets new""".split())
 BUDGET = 2000
 K = 10
+# The `min_score` the MCP `search` description suggests: hits less likely than 1 % to be the
+# answer are left out of the response.
+MIN_SCORE = 0.01
 
 
 def estimate_tokens(text):
@@ -61,8 +66,9 @@ def overlaps(path, start, end, gold):
     return path == gold["path"] and start <= gold["end_line"] and gold["start_line"] <= end
 
 
-def raggrep_side(binary, corpus, index_dir, queries):
-    """(tokens until the gold hit or inf, tokens of the whole response) per query."""
+def raggrep_side(binary, corpus, index_dir, queries, min_score=None):
+    """(tokens until the gold hit or inf, tokens of the whole response) per query; with
+    `min_score`, the hits scoring below it are left out first, as the MCP tool does."""
     if not os.path.exists(os.path.join(index_dir, "CURRENT")):
         subprocess.run([binary, "index", corpus, "--index-dir", index_dir], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -76,6 +82,8 @@ def raggrep_side(binary, corpus, index_dir, queries):
         tokens = estimate_tokens(json.dumps(envelope, separators=(",", ":")))
         cost = math.inf
         for hit in answer.get("results", []):
+            if min_score is not None and hit["score"] < min_score:
+                continue
             shown = {k: hit[k] for k in ("location", "symbol", "kind", "language", "score", "snippet")}
             shown["stale"] = False
             hit_tokens = estimate_tokens(json.dumps(shown, separators=(",", ":")))
@@ -148,8 +156,11 @@ def main():
     by_package = defaultdict(list)
     for q in queries:
         by_package[q["package"]].append(q)
-    sides = ("raggrep", "raggrep, then grep", "grep (rg order)", "grep (by matches)")
+    sides = ("raggrep", "raggrep, then grep", f"raggrep, min_score {MIN_SCORE}", f"raggrep, min_score {MIN_SCORE}, then grep",
+             "grep (rg order)", "grep (by matches)")
     rows = defaultdict(lambda: {side: [] for side in sides})
+    # Tokens of the whole response, answer in it or not: what every call costs the agent.
+    responses = defaultdict(lambda: {"raggrep": [], "min_score": []})
     for package, qs in sorted(by_package.items()):
         corpus = os.path.join(data, "packages", package, "corpus")
         index_dir = os.path.join(cache, "tokens-indexes", "quick" if quick else "full", package)
@@ -165,22 +176,32 @@ def main():
             return cache_tokens[path]
 
         ours = raggrep_side(binary, corpus, index_dir, qs)
+        floored = raggrep_side(binary, corpus, index_dir, qs, MIN_SCORE)
         by_path, by_count = grep_side(corpus, qs, file_tokens)
-        for q, (a, response), b, c in zip(qs, ours, by_path, by_count):
+        for q, (a, response), (f, f_response), b, c in zip(qs, ours, floored, by_path, by_count):
             # When the response misses, the agent read all of it and then explores as grep does.
             fallback = a if a != math.inf else response + b
+            f_fallback = f if f != math.inf else f_response + b
             for key in ("all", q["language"]):
-                for side, cost in zip(sides, (a, fallback, b, c)):
+                for side, cost in zip(sides, (a, fallback, f, f_fallback, b, c)):
                     rows[key][side].append(cost)
+                responses[key]["raggrep"].append(response)
+                responses[key]["min_score"].append(f_response)
         print(f"{package}: {len(qs)} queries", file=sys.stderr)
     result = {lang: {side: summary(costs) for side, costs in sides.items()} for lang, sides in rows.items()}
     print("| language | n | " + " | ".join(f"{side}: median / p90 / seen" for side in sides) + " |")
-    print("|---|---:|---|---|---|---|")
+    print("|---|---:|" + "---|" * len(sides))
     for lang in ["all"] + sorted(k for k in result if k != "all"):
         r = result[lang]
         cells = [f"{fmt(r[s]['median'])} / {fmt(r[s]['p90'])} / {r[s]['seen']:.0%}"
                  for s in sides]
         print(f"| {lang} | {r['raggrep']['n']} | " + " | ".join(cells) + " |")
+    print()
+    print(f"| language | response tokens, mean: raggrep | raggrep, min_score {MIN_SCORE} |")
+    print("|---|---:|---:|")
+    for lang in ["all"] + sorted(k for k in result if k != "all"):
+        r = responses[lang]
+        print(f"| {lang} | {statistics.mean(r['raggrep']):,.0f} | {statistics.mean(r['min_score']):,.0f} |")
     if "--json" in sys.argv:
         out = sys.argv[sys.argv.index("--json") + 1]
         finite = lambda v: None if v == math.inf else v
