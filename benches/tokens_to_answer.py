@@ -66,34 +66,39 @@ def overlaps(path, start, end, gold):
     return path == gold["path"] and start <= gold["end_line"] and gold["start_line"] <= end
 
 
-def raggrep_side(binary, corpus, index_dir, queries, min_score=None):
-    """(tokens until the gold hit or inf, tokens of the whole response) per query; with
-    `min_score`, the hits scoring below it are left out first, as the MCP tool does."""
+def raggrep_side(binary, corpus, index_dir, queries):
+    """Per query, for the response as sent and for the same response with the hits scoring below
+    MIN_SCORE left out first (as the MCP tool's `min_score` does): (tokens until the gold hit or
+    inf, tokens of the whole response)."""
     if not os.path.exists(os.path.join(index_dir, "CURRENT")):
         subprocess.run([binary, "index", corpus, "--index-dir", index_dir], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     stdin = "".join(q["query"].replace("\n", " ") + "\n" for q in queries)
     out = subprocess.run([binary, "query", "-", "--root", corpus, "--index-dir", index_dir, "--json", "-k", str(K)],
                          input=stdin, capture_output=True, text=True, check=True).stdout
-    costs = []
+    costs, floored = [], []
     for q, line in zip(queries, out.splitlines()):
-        answer = json.loads(line)
-        envelope = {"query": q["query"], "took_ms": 1.0, "partial": False, "results": [], "tokens": 0, "omitted": 0}
-        tokens = estimate_tokens(json.dumps(envelope, separators=(",", ":")))
-        cost = math.inf
-        for hit in answer.get("results", []):
-            if min_score is not None and hit["score"] < min_score:
-                continue
-            shown = {k: hit[k] for k in ("location", "symbol", "kind", "language", "score", "snippet")}
-            shown["stale"] = False
-            hit_tokens = estimate_tokens(json.dumps(shown, separators=(",", ":")))
-            if tokens + hit_tokens > BUDGET:
-                break
-            tokens += hit_tokens
-            if overlaps(hit["path"], hit["start_line"], hit["end_line"], q) and cost == math.inf:
-                cost = tokens
-        costs.append((cost, tokens))
-    return costs
+        hits = json.loads(line).get("results", [])
+        costs.append(read_response(q, hits))
+        floored.append(read_response(q, [h for h in hits if h["score"] >= MIN_SCORE]))
+    return costs, floored
+
+
+def read_response(q, hits):
+    """(tokens until the gold hit or inf, tokens of the whole response) of one response."""
+    envelope = {"query": q["query"], "took_ms": 1.0, "partial": False, "results": [], "tokens": 0, "omitted": 0}
+    tokens = estimate_tokens(json.dumps(envelope, separators=(",", ":")))
+    cost = math.inf
+    for hit in hits:
+        shown = {k: hit[k] for k in ("location", "symbol", "kind", "language", "score", "snippet")}
+        shown["stale"] = False
+        hit_tokens = estimate_tokens(json.dumps(shown, separators=(",", ":")))
+        if tokens + hit_tokens > BUDGET:
+            break
+        tokens += hit_tokens
+        if overlaps(hit["path"], hit["start_line"], hit["end_line"], q) and cost == math.inf:
+            cost = tokens
+    return cost, tokens
 
 
 def content_words(query):
@@ -156,8 +161,8 @@ def main():
     by_package = defaultdict(list)
     for q in queries:
         by_package[q["package"]].append(q)
-    sides = ("raggrep", "raggrep, then grep", f"raggrep, min_score {MIN_SCORE}", f"raggrep, min_score {MIN_SCORE}, then grep",
-             "grep (rg order)", "grep (by matches)")
+    sides = ("raggrep", "raggrep, then grep", f"raggrep, min_score {MIN_SCORE}",
+             f"raggrep, min_score {MIN_SCORE}, then grep", "grep (rg order)", "grep (by matches)")
     rows = defaultdict(lambda: {side: [] for side in sides})
     # Tokens of the whole response, answer in it or not: what every call costs the agent.
     responses = defaultdict(lambda: {"raggrep": [], "min_score": []})
@@ -175,8 +180,7 @@ def main():
                     cache_tokens[path] = 0
             return cache_tokens[path]
 
-        ours = raggrep_side(binary, corpus, index_dir, qs)
-        floored = raggrep_side(binary, corpus, index_dir, qs, MIN_SCORE)
+        ours, floored = raggrep_side(binary, corpus, index_dir, qs)
         by_path, by_count = grep_side(corpus, qs, file_tokens)
         for q, (a, response), (f, f_response), b, c in zip(qs, ours, floored, by_path, by_count):
             # When the response misses, the agent read all of it and then explores as grep does.

@@ -58,7 +58,7 @@ def chunk_names(raggrep: str, data: str, rows: list[dict]) -> dict:
     names = {}
     for package, path in files:
         out = subprocess.run([raggrep, "chunk", "--json", os.path.join(data, "packages", package, "corpus", path)],
-                             capture_output=True, text=True).stdout
+                             capture_output=True, text=True, check=True).stdout
         for line in out.splitlines():
             c = json.loads(line)
             symbol = c.get("symbol") or ""
