@@ -32,15 +32,32 @@ sys.path.insert(0, HERE)
 import fit_fusion as ff  # noqa: E402
 
 
+def outcomes(items, score) -> np.ndarray:
+    """Per prepared query (fit_fusion.prepare's items), in order: R@5 hit, reciprocal rank within
+    10, file R@1 hit."""
+    ranks = np.array(ff.ranks(items, score)).reshape(-1, 2)
+    return np.stack([(ranks[:, 0] < 5).astype(float), np.where(ranks[:, 0] < 10, 1.0 / (ranks[:, 0] + 1), 0.0),
+                     (ranks[:, 1] < 1).astype(float)], axis=1)
+
+
 def per_query(path: str, split: str | None, score) -> dict:
     """(package, gold path, gold line) -> (R@5 hit, reciprocal rank within 10, file R@1 hit)."""
     rows = [it for it in ff.prepare(ff.load(path)) if it["split"] == split]
-    ranks = np.array(ff.ranks(rows, score)).reshape(-1, 2)
     keys = [(it["package"], it["gold"][0], it["gold"][1]) for it in rows]
-    hit5 = (ranks[:, 0] < 5).astype(float)
-    rr = np.where(ranks[:, 0] < 10, 1.0 / (ranks[:, 0] + 1), 0.0)
-    file1 = (ranks[:, 1] < 1).astype(float)
-    return {k: np.array(v) for k, v in zip(keys, zip(hit5, rr, file1))}
+    return dict(zip(keys, outcomes(rows, score)))
+
+
+def paired(diff: np.ndarray, draws: int, rng: np.random.Generator) -> str:
+    """Mean per-query differences (rows of `outcomes`, candidate minus base) with 95 % intervals
+    from a paired bootstrap over the queries, and on how many queries R@5 changed."""
+    n = len(diff)
+    boot = np.array([diff[rng.integers(0, n, n)].mean(axis=0) for _ in range(draws)])
+    lo, hi = np.percentile(boot, [2.5, 97.5], axis=0)
+    mean = diff.mean(axis=0)
+    return (f"chunk R@5 {100 * mean[0]:+.1f} [{100 * lo[0]:+.1f}, {100 * hi[0]:+.1f}]"
+            f"  MRR@10 {mean[1]:+.3f} [{lo[1]:+.3f}, {hi[1]:+.3f}]"
+            f"  file R@1 {100 * mean[2]:+.1f} [{100 * lo[2]:+.1f}, {100 * hi[2]:+.1f}]"
+            f"  R@5 changed on {int((diff[:, 0] != 0).sum())}")
 
 
 def main() -> None:
@@ -69,14 +86,7 @@ def main() -> None:
             print(f"{path}: no query in common with the base")
             continue
         diff = np.array([other[k] - base[k] for k in keys])
-        n = len(keys)
-        draws = np.array([diff[rng.integers(0, n, n)].mean(axis=0) for _ in range(args.draws)])
-        lo, hi = np.percentile(draws, [2.5, 97.5], axis=0)
-        mean = diff.mean(axis=0)
-        print(f"{path}: n={n}  chunk R@5 {100 * mean[0]:+.1f} [{100 * lo[0]:+.1f}, {100 * hi[0]:+.1f}]"
-              f"  MRR@10 {mean[1]:+.3f} [{lo[1]:+.3f}, {hi[1]:+.3f}]"
-              f"  file R@1 {100 * mean[2]:+.1f} [{100 * lo[2]:+.1f}, {100 * hi[2]:+.1f}]"
-              f"  R@5 changed on {int((diff[:, 0] != 0).sum())}")
+        print(f"{path}: n={len(keys)}  {paired(diff, args.draws, rng)}")
 
 
 if __name__ == "__main__":

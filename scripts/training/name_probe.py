@@ -36,6 +36,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import compare_dumps  # noqa: E402
 import embed as E  # noqa: E402
 import fit_fusion as ff  # noqa: E402
 
@@ -99,23 +100,6 @@ def metrics_line(items, score) -> str:
     return " | ".join(cells)
 
 
-def per_query(items, score) -> np.ndarray:
-    r = np.array(ff.ranks(items, score)).reshape(-1, 2)
-    return np.stack([(r[:, 0] < 5) * 1.0, np.where(r[:, 0] < 10, 1.0 / (r[:, 0] + 1), 0.0), (r[:, 1] < 1) * 1.0], 1)
-
-
-def paired(base: np.ndarray, other: np.ndarray, draws: int = 2000) -> str:
-    diff = other - base
-    rng = np.random.default_rng(0)
-    n = len(diff)
-    boot = np.array([diff[rng.integers(0, n, n)].mean(axis=0) for _ in range(draws)])
-    lo, hi = np.percentile(boot, [2.5, 97.5], axis=0)
-    mean = diff.mean(axis=0)
-    return (f"chunk R@5 {100 * mean[0]:+.1f} [{100 * lo[0]:+.1f}, {100 * hi[0]:+.1f}]  MRR@10 {mean[1]:+.3f} "
-            f"[{lo[1]:+.3f}, {hi[1]:+.3f}]  file R@1 {100 * mean[2]:+.1f} [{100 * lo[2]:+.1f}, {100 * hi[2]:+.1f}]"
-            f"  R@5 changed on {int((diff[:, 0] != 0).sum())}")
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--raggrep", required=True, help="the raggrep binary that made the dumps (for `chunk --json`)")
@@ -153,9 +137,10 @@ def main() -> None:
             for name, its in measured.items():
                 print(f"seed {seed} {variant} (epoch {epoch}) {name}: {metrics_line(view(its), score)}", flush=True)
                 if seed == int(args.seeds.split(",")[0]):
-                    first.setdefault(name, []).append(per_query(view(its), score))
+                    first.setdefault(name, []).append(compare_dumps.outcomes(view(its), score))
     for name, (base, other) in first.items():
-        print(f"{name}, name features against none (first seed): {paired(base, other)}")
+        paired = compare_dumps.paired(other - base, 2000, np.random.default_rng(0))
+        print(f"{name}, name features against none (first seed): {paired}")
 
 
 if __name__ == "__main__":
