@@ -128,6 +128,11 @@ def auc(p, y):
     return float((ranks[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
 
 
+def log_loss(p, y, eps: float = 1e-12):
+    """Mean negative log-likelihood; `eps` keeps log(0) out (0 for probabilities clipped already)."""
+    return float(-np.mean(y * np.log(p + eps) + (1 - y) * np.log(1 - p + eps)))
+
+
 def ece(p, y, bins: int = 10):
     edges = np.linspace(0, 1, bins + 1)
     total = 0.0
@@ -148,7 +153,7 @@ def evaluate(items, w, b, mu, sd, threshold: float):
     return {
         "n": int(len(items)), "own": int(own.sum()), "foreign": int(foreign.sum()),
         "auc": auc(p, y), "auc_own": auc(p[own], y[own]),
-        "log_loss": float(-np.mean(y * np.log(p + 1e-12) + (1 - y) * np.log(1 - p + 1e-12))),
+        "log_loss": log_loss(p, y),
         "ece": ece(p, y),
         "own_R@5": float(y[own].mean()) if own.any() else float("nan"),
         "own_R@5_confident": float(y[own & confident].mean()) if (own & confident).any() else float("nan"),
@@ -185,7 +190,7 @@ def fit_hits(train, val, w, b, mu, sd):
     for l2 in (1e-4, 1e-3, 1e-2, 1e-1, 1.0):
         hw, hb = fit((Xt - hmu) / hsd, yt, l2)
         pv = predict((Xv - hmu) / hsd, hw, hb)
-        loss = float(-np.mean(yv * np.log(pv + 1e-12) + (1 - yv) * np.log(1 - pv + 1e-12)))
+        loss = log_loss(pv, yv)
         if best is None or loss < best[0]:
             best = (loss, l2, hw, hb)
     _, l2, hw, hb = best
@@ -205,7 +210,7 @@ def evaluate_hits(items, w, b, mu, sd, hit):
         p = np.clip(p, 1e-7, 1 - 1e-7)
         out[name] = {
             "auc": auc(p, y), "ece": ece(p, y),
-            "log_loss": float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p))),
+            "log_loss": log_loss(p, y, eps=0.0),
             "first_mean": float(p[first].mean()), "first_answer": float(y[first].mean()),
             "own_first_mean": float(p[first & own].mean()) if (first & own).any() else float("nan"),
             "own_first_answer": float(y[first & own].mean()) if (first & own).any() else float("nan"),
