@@ -17,11 +17,18 @@ Loss:   InfoNCE, temperature TAU, queries against the batch's documents. A batch
         queries of ONE package, their documented functions, and for each one function of the
         same file (the sibling the model confuses; one of the same package when the file has
         no other). Training texts are cut at --train-len tokens (cost); validation embeds at
-        256, as the engine does.
+        256, as the engine does. With --chunk-pool, each step also holds --pool-negatives of
+        its package's other chunks (build_chunk_pool.py: undocumented functions, tests, module
+        code, pieces of long functions), embedded by the model in training, so the code side
+        learns what the query side's pool run learned: an index holds more than documented
+        functions.
 Split:  train_adapter.split_packages (same seed => the same 13 validation packages as every
         learned part). Early stopping on validation MRR@10 macro over languages with >= 50
         validation queries, each query against every validation code text of its package,
-        with the new document vectors (all re-embedded at every validation).
+        with the new document vectors (all re-embedded at every validation). With
+        --chunk-pool, up to --val-pool of each validation package's pool chunks join its
+        candidates as they would in an index, and early stopping reads that number (the
+        function-level one is logged beside it).
 Output: ~/.cache/raggrep/training/doctower/params.npz   trained encoder (fp32)
         scripts/training/out/doc_tower_train.json         hyper-parameters, history, numbers
 """
@@ -46,7 +53,7 @@ sys.path.insert(0, HERE)
 import embed as E  # noqa: E402
 import qtower as T  # noqa: E402
 from train_adapter import evaluate, fmt, group_by, load_pairs, log, macro, split_packages  # noqa: E402
-from train_query_tower import FROZEN_DEFAULT, check_forward, train_loop  # noqa: E402
+from train_query_tower import FROZEN_DEFAULT, check_forward, load_chunk_pool, train_loop  # noqa: E402
 
 FP32 = "all-minilm-l6-v2-fp32"
 INT8 = "all-minilm-l6-v2-int8"
@@ -87,6 +94,17 @@ def main() -> None:
     ap.add_argument("--init", default="",
                     help="start from this trained code model: an int8 export such as "
                          "out/code-model-int8.onnx, or a params.npz (default: all-MiniLM-L6-v2)")
+    ap.add_argument("--chunk-pool", type=int, default=0,
+                    help="draw up to N chunks a package from chunkpool.jsonl (build_chunk_pool.sh) "
+                         "as negatives; 0 = the shipped run (documented functions only)")
+    ap.add_argument("--pool-negatives", type=int, default=16,
+                    help="with --chunk-pool: pool chunks of the step's package a step")
+    ap.add_argument("--val-pool", type=int, default=150,
+                    help="with --chunk-pool: pool chunks a validation package adds to its candidates")
+    ap.add_argument("--baseline", default=INT8,
+                    help="installed int8 document model of the baseline row (a directory under "
+                         "models/), e.g. all-minilm-l6-v2-code-int8 when continuing the code model; "
+                         "'' skips it (with --init, step 0 is that model read back in fp32)")
     ap.add_argument("--val-frac", type=float, default=0.2)
     ap.add_argument("--seed", type=int, default=16)
     ap.add_argument("--out", default=os.path.join(HERE, "out"))
@@ -101,10 +119,6 @@ def main() -> None:
     log(f"{len(rows)} pairs from {len(manifest['packages'])} packages")
     texts = [E.document_text(r["path"], r["symbol"], r["code"]) for r in rows]
 
-    emb = E.Embedder(INT8)
-    log(f"embedding recipe check: min cosine {emb.self_check():.5f} to tests/data/reference_vectors.json")
-    D8 = emb.embed(texts, "code").astype(np.float64)
-    del emb
     qemb = query_model_embedder()
     Q = qemb.embed([r["query"] for r in rows], "queries (query model)").astype(np.float64)
     del qemb
@@ -129,6 +143,36 @@ def main() -> None:
     log(f"train: {len(train_idx)} pairs / {len(train_p)} packages; validation: {len(val_idx)} "
         f"pairs / {len(val_p)} packages")
 
+    # Pool chunks are rows len(rows).. of texts; a training package draws its negatives from
+    # `pool_train`, a validation package adds `pool_val` to its candidates.
+    pool_train: dict[str, list[int]] = {}
+    pool_val: dict[str, np.ndarray] | None = None
+    if args.chunk_pool:
+        pool_rows = load_chunk_pool(set(train_p), args.chunk_pool, args.seed)
+        val_rows = load_chunk_pool(set(val_p), args.val_pool, args.seed)
+        for c in pool_rows:
+            pool_train.setdefault(c["package"], []).append(len(texts))
+            texts.append(c["text"])
+        pool_val = {}
+        for c in val_rows:
+            pool_val.setdefault(c["package"], []).append(len(texts))
+            texts.append(c["text"])
+        pool_val = {p: np.asarray(v) for p, v in pool_val.items()}
+        log(f"chunk pool: {len(pool_rows)} training chunks (at most {args.chunk_pool} a package), "
+            f"{len(val_rows)} validation chunks (at most {args.val_pool})")
+    pool_val_idx = [i for v in (pool_val or {}).values() for i in v]
+
+    # The baseline row: what an index holds, documents by an installed int8 model.
+    D8 = None
+    if args.baseline:
+        emb = E.Embedder(args.baseline)
+        if args.baseline == INT8:
+            log(f"embedding recipe check: min cosine {emb.self_check():.5f} to tests/data/reference_vectors.json")
+        baseline_idx = list(range(len(rows))) + pool_val_idx
+        D8 = np.zeros((len(texts), E.DIM), dtype=np.float64)
+        D8[baseline_idx] = emb.embed([texts[i] for i in baseline_idx], "code")
+        del emb
+
     full_encs = tok.encode_batch(texts)
     short_tok = T.tokenizer(fp32_dir)
     short_tok.enable_truncation(args.train_len)
@@ -146,7 +190,7 @@ def main() -> None:
     fwd = jax.jit(encode)
 
     def embed_docs(tp, idx: list[int], bs: int = 64) -> np.ndarray:
-        out = np.zeros((len(rows), E.DIM), dtype=np.float64)
+        out = np.zeros((len(texts), E.DIM), dtype=np.float64)
         order = sorted(idx, key=lambda i: len(full_encs[i].ids))
         for s in range(0, len(order), bs):
             part = order[s:s + bs]
@@ -155,9 +199,15 @@ def main() -> None:
         return out
 
     def validate(tp) -> dict:
-        return evaluate(np.eye(E.DIM), Q, embed_docs(tp, val_idx), rows, val_idx)
+        D = embed_docs(tp, val_idx + pool_val_idx)
+        functions = evaluate(np.eye(E.DIM), Q, D, rows, val_idx)
+        if pool_val is None:
+            return functions
+        log(f"    function level (no pool chunks): val {fmt(functions['all'])} macro {macro(functions):.4f}")
+        return evaluate(np.eye(E.DIM), Q, D, rows, val_idx, extras=pool_val)
 
-    nd = (1 + args.siblings) * args.batch
+    n_pool = args.pool_negatives if args.chunk_pool else 0
+    nd = (1 + args.siblings) * args.batch + n_pool
     Qj = jnp.asarray(Q.astype(np.float32))
 
     def loss_fn(tp, ids, mask, doc_ok, qrows, gold, w):
@@ -195,7 +245,10 @@ def main() -> None:
                         pool = sib or [j for j in g if j not in docs]
                         if pool:
                             docs.append(rng.choice(pool))
-                out.append((part, docs[:nd]))
+                docs = docs[:nd - n_pool]
+                extra = pool_train.get(pk, [])
+                docs += rng.sample(extra, min(n_pool, len(extra)))
+                out.append((part, docs))
         rng.shuffle(out)
         return out
 
@@ -211,10 +264,18 @@ def main() -> None:
         w[:len(part)] = 1.0
         return ids, mask, ok, qrows, gold, w
 
-    base_int8 = evaluate(np.eye(E.DIM), Q, D8, rows, val_idx)
+    base_int8 = None
+    if D8 is not None:
+        base_int8 = evaluate(np.eye(E.DIM), Q, D8, rows, val_idx, extras=pool_val)
+        if pool_val is not None:
+            f8 = evaluate(np.eye(E.DIM), Q, D8, rows, val_idx)
+            log(f"{args.baseline} documents, function level (no pool chunks): val {fmt(f8['all'])} "
+                f"macro {macro(f8):.4f}")
     t0 = time.time()
     base_val = validate(trainable)
-    log(f"default int8 documents (what an index holds) val {fmt(base_int8['all'])} macro {macro(base_int8):.4f}")
+    if base_int8 is not None:
+        log(f"{args.baseline} documents (what an index holds) val {fmt(base_int8['all'])} "
+            f"macro {macro(base_int8):.4f}")
     start = "--init fp32 JAX documents     " if args.init else "default fp32 JAX documents    "
     log(f"{start}                val {fmt(base_val['all'])} macro {macro(base_val):.4f} "
         f"({time.time() - t0:.0f}s)")
@@ -225,7 +286,8 @@ def main() -> None:
     final = best["val"]
     log(f"best step {best['step']}: val {fmt(final['all'])} macro {best['macro']:.4f}")
     for lang in sorted(k for k in final if k != "all"):
-        log(f"  {lang:11s} default int8 {fmt(base_int8[lang])}\n  {'':11s} doc tower    {fmt(final[lang])}")
+        start_row = base_int8[lang] if base_int8 is not None else base_val[lang]
+        log(f"  {lang:11s} start        {fmt(start_row)}\n  {'':11s} doc tower    {fmt(final[lang])}")
 
     npz, digest = save(params, best, args)
     pk = {f"{p['name']}-{p['version']}": p for p in manifest["packages"]}
@@ -237,12 +299,14 @@ def main() -> None:
         "jax": jax.__version__, "forward_check_min_cosine_vs_onnxruntime_fp32": cos_check,
         "seed": args.seed,
         "hyperparameters": {k: getattr(args, k) for k in (
-            "epochs", "batch", "siblings", "lr", "warmup", "weight_decay", "tau", "train_len", "eval_every",
+            "epochs", "batch", "siblings", "chunk_pool", "pool_negatives", "val_pool", "lr", "warmup", "weight_decay", "tau", "train_len", "eval_every",
             "patience", "max_minutes", "val_frac")},
         "frozen": sorted(frozen_names),
         "best_step": best["step"], "steps_run": n_step, "stop": stop or "all epochs done",
         "early_stopping": "validation MRR@10 macro over languages with >= 50 validation queries",
-        "validation_macro_MRR@10": {"default_int8": macro(base_int8), "default_fp32": macro(base_val),
+        "baseline": args.baseline or None,
+        "validation_macro_MRR@10": {"default_int8": macro(base_int8) if base_int8 else None,
+                                    "default_fp32": macro(base_val),
                                     "doc_tower_fp32": best["macro"]},
         "train_packages": [{"package": p, "language": pk[p]["language"], "sha256": pk[p]["sha256"]}
                            for p in train_p],
@@ -250,7 +314,8 @@ def main() -> None:
                                 for p in val_p],
         "pairs": {"train": len(train_idx), "validation": len(val_idx)},
         "validation": {"note": "query-model int8 vectors against every validation code text of "
-                               "the query's package; dense only, function level",
+                               "the query's package (and its --val-pool chunks with --chunk-pool); "
+                               "dense only",
                        "default_int8": base_int8, "default_fp32": base_val, "doc_tower_fp32": final},
         "history": history,
         "seconds": {"train": round(t_train, 1), "total": round(time.time() - t_start, 1)},
