@@ -15,6 +15,14 @@ Usage:  scripts/training/export_query_tower.sh [--role document]   (this step: t
    fp32 graph, same nodes and initializer names, trained values) and
    .../all-minilm-l6-v2-qtower-int8/model.onnx (quantized from it by the same call), each with
    the default tokenizer.json and a raggrep-model.json (id, sha256, source).
+   With --dither SEED the int8 model is quantized from a copy of the fp32 graph whose weight
+   matrices carry seeded uniform noise of one int8 step (per output column, as the per-channel
+   quantization steps them): deterministic rounding of that copy is stochastic rounding of the
+   trained weights. Why: a tower continued from an int8 export (`--init ….onnx`) starts with
+   every weight on the int8 grid, and its training moves most weights by less than half a
+   step, so rounding to the nearest step puts nearly all of them back and the int8 model is
+   the starting model again (the code model's chunk-pool turn: int8 vs its own fp32 graph mean
+   cosine 0.961, TUNE level; dithered 0.991 and the fp32 graph's gain kept).
 3. Writes scripts/training/out/query_tower_export.json (sha256, sizes, op counts).
 The numeric fidelity checks (JAX encoder vs these files) are verify_query_tower.py's job: they
 need JAX, which this venv does not have.
@@ -61,6 +69,23 @@ def model_json(mid: str, sha: str, source: str, role: str) -> str:
                       indent=2) + "\n"
 
 
+def dithered(params: dict, seed: int) -> dict:
+    """`params` with each weight matrix (not the embeddings) moved by uniform noise of one int8
+    step of its output column (the largest magnitude / 127), except each column's largest
+    entries, which fix the step; see the module doc."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for k in sorted(params):
+        w = params[k]
+        if w.ndim != 2 or k.startswith("embeddings."):
+            out[k] = w
+            continue
+        peak = np.abs(w).max(axis=0, keepdims=True)
+        noise = rng.uniform(-0.5, 0.5, w.shape).astype(np.float32) * (peak / 127.0)
+        out[k] = np.where(np.abs(w) >= 0.999 * peak, w, w + noise).astype(w.dtype)
+    return out
+
+
 def default_fp32() -> str:
     """Path of the bootstrap's fp32 default model, after checking its sha256."""
     path = os.path.join(E.raggrep_home(), "models", "all-minilm-l6-v2-fp32", "model.onnx")
@@ -74,6 +99,9 @@ def main() -> None:
     ap.add_argument("--role", choices=sorted(T.TOWERS), default="query")
     ap.add_argument("--params", default="", help="default: the role's trainer output")
     ap.add_argument("--out", default="", help="default: the role's out/*_tower_export.json")
+    ap.add_argument("--dither", type=int, default=None, metavar="SEED",
+                    help="quantize with stochastic rounding (seeded; see the module doc); "
+                         "needed for a tower continued from an int8 export")
     args = ap.parse_args()
     t0 = time.time()
     home = E.raggrep_home()
@@ -110,7 +138,13 @@ def main() -> None:
     T.write_onnx(fp32_default, fp32_path, params, names,
                  doc=f"raggrep {args.role} tower (issue 16): all-minilm-l6-v2-fp32 graph, {args.role}-side "
                      f"fine-tuned values (scripts/training/{trainer})")
-    quantize(fp32_path, int8_path)
+    if args.dither is None:
+        quantize(fp32_path, int8_path)
+    else:
+        with tempfile.TemporaryDirectory(dir=qdir) as tmp:
+            noisy = os.path.join(tmp, "dithered-fp32.onnx")
+            T.write_onnx(fp32_default, noisy, dithered(params, args.dither), names, doc="dithered copy")
+            quantize(noisy, int8_path)
     fsha, isha = E.sha256_file(fp32_path), E.sha256_file(int8_path)
     ops = B.op_counts(B.Path(int8_path))
     if ops.get("MatMulInteger", 0) < 36 or ops.get("DynamicQuantizeLinear", 0) < 1:
@@ -130,6 +164,7 @@ def main() -> None:
                  "op_counts": {k: ops[k] for k in ("MatMulInteger", "DynamicQuantizeLinear") if k in ops}},
         "quantization": "onnxruntime.quantization.quantize_dynamic(fp32, weight_type=QInt8, "
                         "per_channel=True), onnxruntime 1.31.1, onnx 1.23.2, numpy 2.4.6 (bootstrap's venv)",
+        "dither_seed": args.dither,
         "seconds": round(time.time() - t0, 1),
     }
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
