@@ -143,21 +143,21 @@ def main() -> None:
     log(f"train: {len(train_idx)} pairs / {len(train_p)} packages; validation: {len(val_idx)} "
         f"pairs / {len(val_p)} packages")
 
-    # Pool chunks are rows len(rows).. of texts; a training package draws its negatives from
-    # `pool_train`, a validation package adds `pool_val` to its candidates.
-    pool_train: dict[str, list[int]] = {}
+    def appended(chunks: list[dict]) -> dict[str, np.ndarray]:
+        """Pool chunks as more rows of `texts`: their row indices by package."""
+        start = len(texts)
+        texts.extend(c["text"] for c in chunks)
+        return {p: v + start for p, v in group_by(chunks, list(range(len(chunks))), "package").items()}
+
+    # A training package draws its negatives from `pool_train`, a validation package adds
+    # `pool_val` to its candidates.
+    pool_train: dict[str, np.ndarray] = {}
     pool_val: dict[str, np.ndarray] | None = None
     if args.chunk_pool:
         pool_rows = load_chunk_pool(set(train_p), args.chunk_pool, args.seed)
         val_rows = load_chunk_pool(set(val_p), args.val_pool, args.seed)
-        for c in pool_rows:
-            pool_train.setdefault(c["package"], []).append(len(texts))
-            texts.append(c["text"])
-        pool_val = {}
-        for c in val_rows:
-            pool_val.setdefault(c["package"], []).append(len(texts))
-            texts.append(c["text"])
-        pool_val = {p: np.asarray(v) for p, v in pool_val.items()}
+        pool_train = appended(pool_rows)
+        pool_val = appended(val_rows)
         log(f"chunk pool: {len(pool_rows)} training chunks (at most {args.chunk_pool} a package), "
             f"{len(val_rows)} validation chunks (at most {args.val_pool})")
     pool_val_idx = [i for v in (pool_val or {}).values() for i in v]
@@ -198,13 +198,17 @@ def main() -> None:
             out[part] = np.asarray(fwd(tp, ids, mask))[:len(part)]
         return out
 
-    def validate(tp) -> dict:
-        D = embed_docs(tp, val_idx + pool_val_idx)
+    def score(D: np.ndarray, label: str) -> dict:
+        """Validation numbers of documents D: among the pool chunks too with --chunk-pool (the
+        function-level numbers are then logged)."""
         functions = evaluate(np.eye(E.DIM), Q, D, rows, val_idx)
         if pool_val is None:
             return functions
-        log(f"    function level (no pool chunks): val {fmt(functions['all'])} macro {macro(functions):.4f}")
+        log(f"{label}function level (no pool chunks): val {fmt(functions['all'])} macro {macro(functions):.4f}")
         return evaluate(np.eye(E.DIM), Q, D, rows, val_idx, extras=pool_val)
+
+    def validate(tp) -> dict:
+        return score(embed_docs(tp, val_idx + pool_val_idx), "    ")
 
     n_pool = args.pool_negatives if args.chunk_pool else 0
     nd = (1 + args.siblings) * args.batch + n_pool
@@ -246,7 +250,7 @@ def main() -> None:
                         if pool:
                             docs.append(rng.choice(pool))
                 docs = docs[:nd - n_pool]
-                extra = pool_train.get(pk, [])
+                extra = pool_train[pk].tolist() if pk in pool_train else []
                 docs += rng.sample(extra, min(n_pool, len(extra)))
                 out.append((part, docs))
         rng.shuffle(out)
@@ -266,11 +270,7 @@ def main() -> None:
 
     base_int8 = None
     if D8 is not None:
-        base_int8 = evaluate(np.eye(E.DIM), Q, D8, rows, val_idx, extras=pool_val)
-        if pool_val is not None:
-            f8 = evaluate(np.eye(E.DIM), Q, D8, rows, val_idx)
-            log(f"{args.baseline} documents, function level (no pool chunks): val {fmt(f8['all'])} "
-                f"macro {macro(f8):.4f}")
+        base_int8 = score(D8, f"{args.baseline} documents, ")
     t0 = time.time()
     base_val = validate(trainable)
     if base_int8 is not None:
