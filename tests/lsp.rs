@@ -480,6 +480,17 @@ fn enabled_model_dir_and_memory_budget_settings() {
     assert_eq!(search["results"][0]["symbol"], "matmul", "{search}");
     assert_eq!(client.shutdown_and_exit(), 0);
 
+    // That index belongs to the plain model: a server of the default model does not answer from
+    // it (its query vectors would meet the other model's by noise). With indexing off it is
+    // never rebuilt, so nothing is searched.
+    let mut client = Client::start(env!("CARGO_BIN_EXE_raggrep"), &alpha);
+    initialize(&mut client, &alpha, json!({"enabled": false}));
+    let search = client.command("raggrep.search", json!({"query": "multiply two matrices", "k": 3}));
+    assert_eq!(search["results"], json!([]), "{search}");
+    let status = client.command("raggrep.status", json!({}));
+    assert!(status["chunks"].is_null(), "no index to search: {status}");
+    assert_eq!(client.shutdown_and_exit(), 0);
+
     // A memory budget too small for the workspace (1 MB holds ~246 chunks; this has 400): the
     // editor is told, and status says why.
     let big = dir.path().join("big");

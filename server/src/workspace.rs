@@ -445,6 +445,26 @@ impl Workspace {
         }
     }
 
+    /// `snapshot`, unless another model built it: its vectors would answer this server's query
+    /// vectors by noise (a new default model has the same dimension), so until it is rebuilt the
+    /// root has no index to search.
+    fn searchable(&self, root: &Path, snapshot: Snapshot, rebuilt: bool) -> Option<Arc<Snapshot>> {
+        let info = self.embedder.info();
+        if snapshot.model_id() == info.id && snapshot.dim() == info.dim {
+            return Some(Arc::new(snapshot));
+        }
+        tracing::warn!(
+            root = %root.display(),
+            "the index was built with model {} ({}-d), this server embeds with {} ({}-d); {}",
+            snapshot.model_id(),
+            snapshot.dim(),
+            info.id,
+            info.dim,
+            if rebuilt { "it is not searched until it is rebuilt" } else { "it is not searched (indexing is off here)" }
+        );
+        None
+    }
+
     /// Queues a full update of every root (the user asked for it).
     pub fn reindex(&self) {
         self.audit("reindex", Instant::now(), serde_json::json!({ "roots": self.roots().len() }));
@@ -469,7 +489,7 @@ impl Workspace {
             return Ok(());
         }
         let snapshot = match Snapshot::open(&location) {
-            Ok(snapshot) => Some(Arc::new(snapshot)),
+            Ok(snapshot) => self.searchable(&location.root, snapshot, index),
             Err(IndexError::Missing(_)) => None,
             Err(err) => {
                 tracing::warn!(root = %location.root.display(), "{err}; it will be rebuilt");
@@ -931,8 +951,9 @@ impl Workspace {
         let current = root.snapshot.read().ok().and_then(|s| s.clone());
         match Snapshot::open_reusing(&root.location, current.as_deref()) {
             Ok(snapshot) => {
+                let snapshot = self.searchable(&root_path, snapshot, true);
                 if let Ok(mut slot) = root.snapshot.write() {
-                    *slot = Some(Arc::new(snapshot));
+                    *slot = snapshot;
                 }
             }
             Err(err) => tracing::warn!(root = %root_path.display(), "cannot open the index after updating: {err}"),
@@ -1062,6 +1083,50 @@ mod tests {
         assert!(!base.indexing_differs(&team));
         assert!(!base.indexing_differs(&k));
         assert!(base.indexing_differs(&exclude));
+    }
+
+    struct Quiet;
+
+    impl Events for Quiet {
+        fn progress(&self, _: &Path, _: &Progress) {}
+        fn updated(&self, _: &Path, _: &UpdateStats) {}
+        fn failed(&self, _: &Path, _: &str) {}
+        fn memory(&self, _: MemoryLevel, _: u64, _: u64) {}
+    }
+
+    /// The same vectors under another id: what a new default model of the same size looks like
+    /// to an index.
+    struct Renamed(crate::embed::FakeEmbedder, crate::embed::ModelInfo);
+
+    impl Embedder for Renamed {
+        fn info(&self) -> &crate::embed::ModelInfo {
+            &self.1
+        }
+        fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vector>, crate::embed::EmbedError> {
+            self.0.embed_documents(texts)
+        }
+        fn embed_query(&self, text: &str) -> Result<Vector, crate::embed::EmbedError> {
+            self.0.embed_query(text)
+        }
+    }
+
+    #[test]
+    fn an_index_of_another_model_is_not_searched() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.py"), "def alpha():\n    return 1\n").unwrap();
+        let location = IndexLocation::new(dir.path(), None).unwrap();
+        let built_with = crate::embed::FakeEmbedder::new(16);
+        let options = IndexOptions { shared_cache: None, ..IndexOptions::default() };
+        index::update(&location, &built_with, &options, &mut |_| {}).unwrap();
+        let searchable_roots = |embedder: Arc<dyn Embedder>| {
+            let workspace = Workspace::new(embedder, Settings::default(), Arc::new(Quiet));
+            workspace.add_root(dir.path(), false).unwrap();
+            workspace.snapshots().len()
+        };
+        assert_eq!(searchable_roots(Arc::new(crate::embed::FakeEmbedder::new(16))), 1);
+        let another = crate::embed::ModelInfo { id: "another-model".into(), ..built_with.info().clone() };
+        assert_eq!(searchable_roots(Arc::new(Renamed(crate::embed::FakeEmbedder::new(16), another))), 0);
+        assert_eq!(searchable_roots(Arc::new(crate::embed::FakeEmbedder::new(32))), 0);
     }
 
     #[test]
