@@ -5,7 +5,7 @@
 # verifies and unpacks into ${RAGGREP_HOME:-$HOME/.cache/raggrep}:
 #
 #   runtime/onnxruntime-1.31.1/libonnxruntime.so.1.31.1      (onnxruntime==1.31.1 wheel)
-#   models/all-minilm-l6-v2-code-int8/{model.onnx,tokenizer.json,raggrep-model.json,
+#   models/all-minilm-l6-v2-code2-int8/{model.onnx,tokenizer.json,raggrep-model.json,
 #       query-model.*,rerank-model.*}
 #       DEFAULT model: all-MiniLM-L6-v2 fine-tuned on code (committed, scripts/training/),
 #       dynamic int8 (MatMulInteger), with the query model and the reranker beside it
@@ -34,13 +34,13 @@ recipe="$(sed -n 's/^RECIPE = "\(.*\)"$/\1/p' "$helper")"
 
 required=(
   runtime/onnxruntime-1.31.1/libonnxruntime.so.1.31.1
-  models/all-minilm-l6-v2-code-int8/model.onnx
-  models/all-minilm-l6-v2-code-int8/tokenizer.json
-  models/all-minilm-l6-v2-code-int8/raggrep-model.json
-  models/all-minilm-l6-v2-code-int8/query-model.onnx
-  models/all-minilm-l6-v2-code-int8/query-model.json
-  models/all-minilm-l6-v2-code-int8/rerank-model.onnx
-  models/all-minilm-l6-v2-code-int8/rerank-model.json
+  models/all-minilm-l6-v2-code2-int8/model.onnx
+  models/all-minilm-l6-v2-code2-int8/tokenizer.json
+  models/all-minilm-l6-v2-code2-int8/raggrep-model.json
+  models/all-minilm-l6-v2-code2-int8/query-model.onnx
+  models/all-minilm-l6-v2-code2-int8/query-model.json
+  models/all-minilm-l6-v2-code2-int8/rerank-model.onnx
+  models/all-minilm-l6-v2-code2-int8/rerank-model.json
   models/all-minilm-l6-v2-int8/model.onnx
   models/all-minilm-l6-v2-int8/tokenizer.json
   models/all-minilm-l6-v2-int8/raggrep-model.json

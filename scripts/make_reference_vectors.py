@@ -11,7 +11,7 @@ Recipe (what the Rust side must reproduce): tokenizer.json of the model dir,
 truncation at max_tokens (256, [CLS]/[SEP] included), no padding, one input
 per run (batch 1); token_type_ids all zeros; mean of last_hidden_state over
 the attention mask; L2-normalised.  "cases" use the DEFAULT model
-(all-minilm-l6-v2-code-int8, dynamic int8), "fp32_cases" the fp32 model.
+(all-minilm-l6-v2-code2-int8, dynamic int8), "fp32_cases" the fp32 model.
 Vectors are rounded to 6 decimals.  The int8 model's integer kernels differ
 between CPUs (e.g. AVX512-VNNI vs AVX2), so compare with a tolerance
 (cosine > 0.999), not bit for bit.  "query_model_cases" use the query model the
@@ -169,10 +169,10 @@ def main() -> int:
     args = ap.parse_args()
     home = Path(args.home)
     max_tokens = 256
-    meta, cases = embed_cases(home / "models/all-minilm-l6-v2-code-int8", max_tokens)
+    meta, cases = embed_cases(home / "models/all-minilm-l6-v2-code2-int8", max_tokens)
     fp32_meta, fp32_cases = embed_cases(home / "models/all-minilm-l6-v2-fp32", max_tokens)
-    q_meta, q_cases = embed_cases(home / "models/all-minilm-l6-v2-code-int8", max_tokens, query_model=True)
-    r_meta, r_cases = rerank_cases(home / "models/all-minilm-l6-v2-code-int8")
+    q_meta, q_cases = embed_cases(home / "models/all-minilm-l6-v2-code2-int8", max_tokens, query_model=True)
+    r_meta, r_cases = rerank_cases(home / "models/all-minilm-l6-v2-code2-int8")
     doc = {
         "model_id": meta["id"],
         "model_sha256": meta["sha256"],

@@ -4,7 +4,7 @@
 #   raggrep-<version>-linux-x64.tar.gz
 #     raggrep-<version>-linux-x64/
 #       bin/raggrep                                       the binary
-#       share/raggrep/models/all-minilm-l6-v2-code-int8/  default model, tokenizer, query model, reranker, licence
+#       share/raggrep/models/all-minilm-l6-v2-code2-int8/  default model, tokenizer, query model, reranker, licence
 #       share/raggrep/models/all-minilm-l6-v2-int8/       all-MiniLM-L6-v2 itself (the vector store's model), licence
 #       share/raggrep/runtime/onnxruntime-1.31.1/         ONNX Runtime's library + its licences
 #       share/raggrep/nvim/                               the Neovim plugin (finds ../../../bin/raggrep)
@@ -48,7 +48,7 @@ fi
 version="$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1)"
 name="raggrep-${version}-linux-x64"
 cache="${RAGGREP_HOME:-$HOME/.cache/raggrep}"
-model="$cache/models/all-minilm-l6-v2-code-int8"
+model="$cache/models/all-minilm-l6-v2-code2-int8"
 plain="$cache/models/all-minilm-l6-v2-int8"
 runtime="$cache/runtime/onnxruntime-1.31.1"
 for needed in "$model/model.onnx" "$model/tokenizer.json" "$model/raggrep-model.json" "$model/rerank-model.onnx" "$model/rerank-model.json" \

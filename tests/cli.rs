@@ -493,7 +493,7 @@ fn status_reports_the_index() {
     assert_eq!(status["files"], 8);
     assert_eq!(status["pending"], 0);
     assert_eq!(status["embedded"], status["chunks"]);
-    assert_eq!(status["model"], "all-minilm-l6-v2-code-int8");
+    assert_eq!(status["model"], "all-minilm-l6-v2-code2-int8");
     assert_eq!(status["dim"], 384);
     assert!(status["bytes_on_disk"].as_u64().unwrap() > 0);
     assert!(ws.root().join(".raggrep/.gitignore").is_file());
@@ -790,7 +790,7 @@ fn damaged_index_files_are_rebuilt_not_fatal() {
 fn embed_shows_which_network_embeds_queries() {
     let ws = Workspace::empty();
     let query = String::from_utf8(ws.ok(&["embed", "where do we validate API tokens"]).stdout).unwrap();
-    assert!(query.contains("model: all-minilm-l6-v2-code-int8\n"), "{query}");
+    assert!(query.contains("model: all-minilm-l6-v2-code2-int8\n"), "{query}");
     assert!(query.contains("query model: all-minilm-l6-v2-code-query-soup-int8\n"), "{query}");
     assert!(query.contains("dim: 384\n") && query.contains("norm: 1.000000"), "{query}");
     let document = String::from_utf8(ws.ok(&["embed", "--document", "fn check_token() {}"]).stdout).unwrap();

@@ -221,7 +221,7 @@ fn language_server_end_to_end() {
     let status = client.command("raggrep.status", json!({}));
     assert_eq!(status["roots"].as_array().unwrap().len(), 2);
     assert!(status["chunks"].as_u64().unwrap() > 0);
-    assert_eq!(status["model"], "all-minilm-l6-v2-code-int8");
+    assert_eq!(status["model"], "all-minilm-l6-v2-code2-int8");
 
     // Settings change at run time; unknown keys are logged to the client and the log file.
     client.notify("workspace/didChangeConfiguration", json!({"settings": {"raggrep": {"defaultK": 7, "bogusKey": 1}}}));

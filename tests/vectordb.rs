@@ -143,7 +143,7 @@ fn the_store_embeds_with_all_minilm_itself_unless_told_otherwise() {
 
     let other = Workspace::new();
     let out = Command::new(env!("CARGO_BIN_EXE_raggrep"))
-        .args(["--model", "all-minilm-l6-v2-code-int8", "db", "store", text, "recipe"])
+        .args(["--model", "all-minilm-l6-v2-code2-int8", "db", "store", text, "recipe"])
         .current_dir(other.root())
         .stdin(Stdio::null())
         .output()

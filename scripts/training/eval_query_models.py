@@ -45,7 +45,7 @@ def main() -> None:
         queries[name] = E.file_embedder(f"query-{name}", path, os.path.join(E.raggrep_home(), "models", PLAIN))
     queries["plain"] = E.Embedder(PLAIN)
     results = {}
-    for model in args.documents or ["all-minilm-l6-v2-code-int8", PLAIN]:
+    for model in args.documents or ["all-minilm-l6-v2-code2-int8", PLAIN]:
         docs = np.zeros((len(rows), E.DIM))
         docs[val_idx] = E.Embedder(model).embed(
             [E.document_text(r["path"], r["symbol"], r["code"]) for r in val_rows], model)

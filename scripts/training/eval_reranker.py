@@ -52,7 +52,7 @@ def main() -> None:
                     "one pair per run as the engine would) instead of the JAX params")
     ap.add_argument("--installed", default="", metavar="MODEL",
                     help="score with the reranker the bootstrap installed beside MODEL (e.g. "
-                         "all-minilm-l6-v2-code-int8: rerank-model.onnx, its head in rerank-model.json), "
+                         "all-minilm-l6-v2-code2-int8: rerank-model.onnx, its head in rerank-model.json), "
                          "as --onnx does; needs no JAX")
     ap.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads")
     ap.add_argument("--onnx-batch", action="store_true", help="with --onnx: a query's pairs in one "

@@ -40,7 +40,7 @@ import compare_dumps  # noqa: E402
 import embed as E  # noqa: E402
 import fit_fusion as ff  # noqa: E402
 
-DOCUMENT_MODEL = "all-minilm-l6-v2-code-int8"
+DOCUMENT_MODEL = "all-minilm-l6-v2-code2-int8"
 
 
 def name_words(container: str, symbol: str) -> str:

@@ -40,7 +40,7 @@ class Tower(NamedTuple):
 TOWERS = {
     "query": Tower("qtower", "all-minilm-l6-v2-qtower-fp32", "all-minilm-l6-v2-qtower-int8", "params.npz",
                    "train_query_tower.py", "query_tower_export.json", "qtower"),
-    "document": Tower("doctower", "all-minilm-l6-v2-code-fp32", "all-minilm-l6-v2-code-int8",
+    "document": Tower("doctower", "all-minilm-l6-v2-code2-fp32", "all-minilm-l6-v2-code2-int8",
                       "doc_tower-params.npz", "train_doc_tower.py", "doc_tower_export.json", "doctower"),
 }
 

@@ -90,20 +90,22 @@ def main() -> None:
     ap.add_argument("--patience", type=int, default=3, help="validation runs without gain")
     ap.add_argument("--max-minutes", type=float, default=60.0, help="training wall-clock budget")
     ap.add_argument("--max-steps", type=int, default=300,
-                    help="stop after this many steps (0: no limit); 300 = the shipped run")
+                    help="stop after this many steps (0: no limit); 300 = both code models' runs")
     ap.add_argument("--init", default="",
                     help="start from this trained code model: an int8 export such as "
-                         "out/code-model-int8.onnx, or a params.npz (default: all-MiniLM-L6-v2)")
+                         "out/code-model-int8.onnx (the first code model, which the shipped one "
+                         "continued), or a params.npz (default: all-MiniLM-L6-v2)")
     ap.add_argument("--chunk-pool", type=int, default=0,
                     help="draw up to N chunks a package from chunkpool.jsonl (build_chunk_pool.sh) "
-                         "as negatives; 0 = the shipped run (documented functions only)")
+                         "as negatives; 0 = the first code model's run (documented functions only), 500 = "
+                         "the shipped one's (README, step 13)")
     ap.add_argument("--pool-negatives", type=int, default=16,
                     help="with --chunk-pool: pool chunks of the step's package a step")
     ap.add_argument("--val-pool", type=int, default=150,
                     help="with --chunk-pool: pool chunks a validation package adds to its candidates")
     ap.add_argument("--baseline", default=INT8,
                     help="installed int8 document model of the baseline row (a directory under "
-                         "models/), e.g. all-minilm-l6-v2-code-int8 when continuing the code model; "
+                         "models/), e.g. all-minilm-l6-v2-code2-int8 when continuing the shipped code model; "
                          "'' skips it (with --init, step 0 is that model read back in fp32)")
     ap.add_argument("--val-frac", type=float, default=0.2)
     ap.add_argument("--seed", type=int, default=16)

@@ -200,7 +200,7 @@ def main() -> None:
     ap.add_argument("--tag", default="query_tower")
     ap.add_argument("--documents", default=INT8,
                     help="the frozen document model (a directory under models/): all-minilm-l6-v2-int8 "
-                         "(the first tower) or all-minilm-l6-v2-code-int8 (the code model, what an "
+                         "(the first tower) or all-minilm-l6-v2-code2-int8 (the code model, what an "
                          "index holds since the document tower)")
     args = ap.parse_args()
     t_start = time.time()

@@ -74,7 +74,7 @@ bundle="$(dirname "$bin")/nvim-test-bundle"
 rm -rf "$bundle"
 mkdir -p "$bundle/bin" "$bundle/share/raggrep/models" "$bundle/share/raggrep/runtime" "$tmp/empty-cache"
 ln "$bin" "$bundle/bin/raggrep" 2>/dev/null || cp "$bin" "$bundle/bin/raggrep"
-ln -s "$RAGGREP_HOME/models/all-minilm-l6-v2-code-int8" "$bundle/share/raggrep/models/"
+ln -s "$RAGGREP_HOME/models/all-minilm-l6-v2-code2-int8" "$bundle/share/raggrep/models/"
 ln -s "$RAGGREP_HOME/runtime/onnxruntime-1.31.1" "$bundle/share/raggrep/runtime/"
 export RAGGREP_TEST_BUNDLE="$bundle" RAGGREP_TEST_EMPTY_CACHE="$tmp/empty-cache"
 trap 'team_index_stop "$tmp/team"; cleanup; rm -rf "$bundle"' EXIT

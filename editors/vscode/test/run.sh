@@ -85,11 +85,11 @@ if [ -z "$platform_vsix" ]; then
 fi
 if [ -f "$platform_vsix" ]; then
   entries="$(unzip -Z1 "$platform_vsix" | sort)"
-  unexpected="$(grep -vE '^(extension\.vsixmanifest|\[Content_Types\]\.xml|extension/(package\.json|readme\.md|changelog\.md|LICENSE\.txt|THIRD_PARTY\.md|dist/extension\.js|images/[a-z-]+\.png|bin/raggrep|share/raggrep/(models/all-minilm-l6-v2-code-int8|runtime/onnxruntime-[0-9.]+)/[^/]+))$' <<<"$entries")"
+  unexpected="$(grep -vE '^(extension\.vsixmanifest|\[Content_Types\]\.xml|extension/(package\.json|readme\.md|changelog\.md|LICENSE\.txt|THIRD_PARTY\.md|dist/extension\.js|images/[a-z-]+\.png|bin/raggrep|share/raggrep/(models/all-minilm-l6-v2-code2-int8|runtime/onnxruntime-[0-9.]+)/[^/]+))$' <<<"$entries")"
   missing=""
-  for needed in extension/bin/raggrep extension/dist/extension.js extension/share/raggrep/models/all-minilm-l6-v2-code-int8/model.onnx \
-    extension/share/raggrep/models/all-minilm-l6-v2-code-int8/query-model.onnx extension/share/raggrep/models/all-minilm-l6-v2-code-int8/tokenizer.json \
-    extension/share/raggrep/models/all-minilm-l6-v2-code-int8/LICENSE extension/share/raggrep/runtime/onnxruntime-1.31.1/libonnxruntime.so.1.31.1; do
+  for needed in extension/bin/raggrep extension/dist/extension.js extension/share/raggrep/models/all-minilm-l6-v2-code2-int8/model.onnx \
+    extension/share/raggrep/models/all-minilm-l6-v2-code2-int8/query-model.onnx extension/share/raggrep/models/all-minilm-l6-v2-code2-int8/tokenizer.json \
+    extension/share/raggrep/models/all-minilm-l6-v2-code2-int8/LICENSE extension/share/raggrep/runtime/onnxruntime-1.31.1/libonnxruntime.so.1.31.1; do
     grep -qxF "$needed" <<<"$entries" || missing="$missing $needed"
   done
   if [ -z "$unexpected" ] && [ -z "$missing" ]; then

@@ -11,8 +11,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 /// Name of the default model directory under `<cache>/models/`: all-MiniLM-L6-v2 fine-tuned on
-/// the document side for code (issue 16), int8.
-pub const DEFAULT_MODEL: &str = "all-minilm-l6-v2-code-int8";
+/// the document side for code (issue 16), int8. "code2": the second training turn (chunk-pool
+/// negatives) under a new id, so indexes and caches of the first are rebuilt, not mixed.
+pub const DEFAULT_MODEL: &str = "all-minilm-l6-v2-code2-int8";
 /// all-MiniLM-L6-v2 itself, int8: the vector store's model, because design seed 002's stack
 /// writes and searches its databases with it, and a database only answers queries embedded by
 /// the network that wrote it.
@@ -76,7 +77,10 @@ const QUERY_METADATA_FILE: &str = "query-model.json";
 #[derive(Debug, Deserialize)]
 struct QueryModelMetadata {
     id: String,
-    /// sha256 of the document model whose (frozen) vectors the query model was trained against.
+    /// sha256 of the document model the query model is paired with: the one whose frozen vectors
+    /// it was trained against, or one trained on against this query model (frozen), as the
+    /// shipped code model was. Either way the two were trained as a pair; any other document
+    /// model gets the plain query side.
     document_model_sha256: String,
 }
 

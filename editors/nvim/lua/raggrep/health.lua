@@ -3,7 +3,7 @@ local M = {}
 
 local health = vim.health
 local BUNDLE = "the release bundle: unpack raggrep-<version>-linux-x64.tar.gz and call setup{ bundle = '/path/to/raggrep-<version>-linux-x64' } (or put its bin/ on PATH)"
-local DEFAULT_MODEL = 'all-minilm-l6-v2-code-int8'
+local DEFAULT_MODEL = 'all-minilm-l6-v2-code2-int8'
 
 --- An environment variable as the server will see it (cmd_env first), nil when empty.
 local function env(name)
