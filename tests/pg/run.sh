@@ -150,15 +150,18 @@ query q4 "validate_token" --mode lexical -k 3
 detail="$(cat "$outputs/q4.err" "$outputs/q4.json")"
 check "lexical mode (full-text search over code tokens) finds validate_token" \
   json "$outputs/q4.json" 'any(r["symbol"] == "validate_token" for r in d["results"])'
-as_reader query --from "$reader_url" "sum the amounts of an account" -k 1 >"$outputs/q5.txt" 2>&1
+# The next three ask what only Balance answers: "sum the amounts of an account" alone puts the
+# polyglot's sumAll within a hair of it (locally 0.388 against 0.375 with both branches indexed;
+# the team index's full-text ranks put sumAll first at k=1 since the code model's chunk-pool turn).
+as_reader query --from "$reader_url" "sum the amounts of every posting of an account" -k 1 >"$outputs/q5.txt" 2>&1
 detail="$(cat "$outputs/q5.txt")"
 check "text output names the repository, location and symbol" grep -q '^gitlab.example/finance/ledger@trunk  src/ledger.go:[0-9]*-[0-9]*  [0-9.]*  Balance$' "$outputs/q5.txt"
-RAGGREP_TEAM_URL="$reader_url" PGPASSWORD="$reader_pw" "$bin" query --team --json -k 1 "sum the amounts of an account" >"$outputs/q6.json" 2>"$outputs/q6.err"
+RAGGREP_TEAM_URL="$reader_url" PGPASSWORD="$reader_pw" "$bin" query --team --json -k 1 "sum the amounts of every posting of an account" >"$outputs/q6.json" 2>"$outputs/q6.err"
 detail="$(cat "$outputs/q6.err")"
 check "--team searches the team index RAGGREP_TEAM_URL names" json "$outputs/q6.json" 'd["results"][0]["symbol"] == "Balance"'
 mkdir -p "$work/xdg/raggrep"
 printf '[team]\nurl = "%s"\n' "$reader_url" >"$work/xdg/raggrep/config.toml"
-(cd "$work/ledger" && env -u RAGGREP_TEAM_URL XDG_CONFIG_HOME="$work/xdg" PGPASSWORD="$reader_pw" "$bin" query --team --json -k 1 "sum the amounts of an account" >"$outputs/q8.json" 2>"$outputs/q8.err")
+(cd "$work/ledger" && env -u RAGGREP_TEAM_URL XDG_CONFIG_HOME="$work/xdg" PGPASSWORD="$reader_pw" "$bin" query --team --json -k 1 "sum the amounts of every posting of an account" >"$outputs/q8.json" 2>"$outputs/q8.err")
 detail="$(cat "$outputs/q8.err")"
 check "--team takes [team] url from ~/.config/raggrep/config.toml" json "$outputs/q8.json" 'd["results"][0]["symbol"] == "Balance"'
 printf '\n[team]\nurl = "%s"\n' "$writer_url" >>"$work/ledger/.raggrep/config.toml"
