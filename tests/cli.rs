@@ -503,6 +503,35 @@ fn status_reports_the_index() {
     assert!(inspect.contains("src/auth.py:19-25  function  validate_token"), "{inspect}");
 }
 
+/// After a new default model: an index of the previous one (still installed under its id)
+/// answers when `--model` names it; without it a search says to run `raggrep index`, and
+/// `raggrep index` rebuilds it with the reason, never mixing the two models' vectors.
+#[test]
+fn an_index_of_the_previous_default_model_answers_by_name_and_index_rebuilds_it() {
+    const PREVIOUS: &str = "all-minilm-l6-v2-code-int8";
+    let ws = Workspace::polyglot();
+    ws.ok(&["--model", PREVIOUS, "index", "."]);
+    let (query, path, symbol) = DESCRIBED[0];
+    let out = ws.ok(&["--model", PREVIOUS, "query", "--json", "-k", "3", query]);
+    let results: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(has_hit(&results, path, symbol), "{:?}", hits(&results));
+
+    let out = ws.raggrep(&["query", "--json", query]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(stderr.contains(PREVIOUS) && stderr.contains("raggrep index"), "{stderr}");
+
+    let out = ws.ok(&["index", "."]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(PREVIOUS) && stderr.contains("rebuilding"), "{stderr}");
+    let status: Value = serde_json::from_slice(&ws.ok(&["status", "--json"]).stdout).unwrap();
+    assert_eq!(status["model"], "all-minilm-l6-v2-code2-int8");
+    assert_eq!(status["embedded"], status["chunks"]);
+    let results = ws.query(&["-k", "3", query]);
+    assert!(has_hit(&results, path, symbol), "{:?}", hits(&results));
+}
+
 #[test]
 fn index_json_says_when_lexical_and_semantic_answers_came() {
     let ws = Workspace::polyglot();
