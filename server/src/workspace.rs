@@ -447,8 +447,8 @@ impl Workspace {
 
     /// `snapshot`, unless another model built it: its vectors would answer this server's query
     /// vectors by noise (a new default model has the same dimension), so until it is rebuilt the
-    /// root has no index to search.
-    fn searchable(&self, root: &Path, snapshot: Snapshot, rebuilt: bool) -> Option<Arc<Snapshot>> {
+    /// root has no index to search. `indexing`: whether this server will rebuild it (for the log).
+    fn searchable(&self, root: &Path, snapshot: Snapshot, indexing: bool) -> Option<Arc<Snapshot>> {
         let info = self.embedder.info();
         if snapshot.model_id() == info.id && snapshot.dim() == info.dim {
             return Some(Arc::new(snapshot));
@@ -460,7 +460,7 @@ impl Workspace {
             snapshot.dim(),
             info.id,
             info.dim,
-            if rebuilt { "it is not searched until it is rebuilt" } else { "it is not searched (indexing is off here)" }
+            if indexing { "it is not searched until it is rebuilt" } else { "it is not searched (indexing is off here)" }
         );
         None
     }
