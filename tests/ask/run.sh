@@ -156,8 +156,10 @@ check "a structural question takes the exact route even with an LLM configured" 
   bash -c "[[ $rc -eq 0 ]] && grep -q '$expected  function validate_token' '$work/out' && ! grep -q '^Sources' '$work/out'"
 
 # 8. The server dies mid-answer: one line saying the answer stopped, exit 2. The kill waits for
-# the first streamed text (up to 60 s: on a loaded machine the first token took over 10 s, and a
-# kill before it tests "no server" instead).
+# the first streamed text (up to 60 s), and the previous step's output is removed first: the
+# background ask truncates it only once it starts, and on a loaded machine the wait below saw the
+# old text, killed the server at once and tested "no server" instead.
+rm -f "$work/out"
 "$bin" ask "$question" --budget 400 --llm-url "$url" --max-tokens 400 >"$work/out" 2>"$work/err" &
 ask_pid=$!
 for _ in $(seq 1 1200); do [[ -s "$work/out" ]] && break; sleep 0.05; done
