@@ -36,20 +36,8 @@ recipe="$(sed -n 's/^RECIPE = "\(.*\)"$/\1/p' "$helper")"
 
 required=(
   runtime/onnxruntime-1.31.1/libonnxruntime.so.1.31.1
-  models/all-minilm-l6-v2-code2-int8/model.onnx
-  models/all-minilm-l6-v2-code2-int8/tokenizer.json
-  models/all-minilm-l6-v2-code2-int8/raggrep-model.json
-  models/all-minilm-l6-v2-code2-int8/query-model.onnx
-  models/all-minilm-l6-v2-code2-int8/query-model.json
-  models/all-minilm-l6-v2-code2-int8/rerank-model.onnx
-  models/all-minilm-l6-v2-code2-int8/rerank-model.json
-  models/all-minilm-l6-v2-code-int8/model.onnx
-  models/all-minilm-l6-v2-code-int8/tokenizer.json
-  models/all-minilm-l6-v2-code-int8/raggrep-model.json
-  models/all-minilm-l6-v2-code-int8/query-model.onnx
-  models/all-minilm-l6-v2-code-int8/query-model.json
-  models/all-minilm-l6-v2-code-int8/rerank-model.onnx
-  models/all-minilm-l6-v2-code-int8/rerank-model.json
+  # the default model and the previous one, each with its query model and reranker
+  models/all-minilm-l6-v2-{code2-int8,code-int8}/{model.onnx,tokenizer.json,raggrep-model.json,query-model.{onnx,json},rerank-model.{onnx,json}}
   models/all-minilm-l6-v2-int8/model.onnx
   models/all-minilm-l6-v2-int8/tokenizer.json
   models/all-minilm-l6-v2-int8/raggrep-model.json
