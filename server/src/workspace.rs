@@ -450,7 +450,7 @@ impl Workspace {
     /// root has no index to search. `indexing`: whether this server will rebuild it (for the log).
     fn searchable(&self, root: &Path, snapshot: Snapshot, indexing: bool) -> Option<Arc<Snapshot>> {
         let info = self.embedder.info();
-        if snapshot.model_id() == info.id && snapshot.dim() == info.dim {
+        if snapshot.built_by(info) {
             return Some(Arc::new(snapshot));
         }
         tracing::warn!(

@@ -552,7 +552,7 @@ fn open_index(
 /// Queries must be embedded by the model that embedded the index.
 fn check_model(snapshot: &Snapshot, embedder: &OnnxEmbedder) -> Result<()> {
     let info = embedder.info();
-    if snapshot.model_id() != info.id || snapshot.dim() != info.dim {
+    if !snapshot.built_by(info) {
         return Err(index::IndexError::ModelMismatch {
             index: snapshot.model_id().to_string(),
             index_dim: snapshot.dim(),

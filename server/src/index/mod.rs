@@ -349,6 +349,11 @@ impl Snapshot {
         self.manifest.get().dim.to_native() as usize
     }
 
+    /// Whether `model` embedded this index: only its query vectors can be searched here.
+    pub fn built_by(&self, model: &crate::embed::ModelInfo) -> bool {
+        self.model_id() == model.id && self.dim() == model.dim
+    }
+
     pub fn generation(&self) -> u64 {
         self.manifest.get().generation.to_native()
     }
