@@ -485,10 +485,27 @@ fn enabled_model_dir_and_memory_budget_settings() {
     // never rebuilt, so nothing is searched.
     let mut client = Client::start(env!("CARGO_BIN_EXE_raggrep"), &alpha);
     initialize(&mut client, &alpha, json!({"enabled": false}));
+    // The empty answer says why, or it would read as "no such code".
     let search = client.command("raggrep.search", json!({"query": "multiply two matrices", "k": 3}));
     assert_eq!(search["results"], json!([]), "{search}");
+    let degraded = search["degraded"].as_str().unwrap_or_default();
+    assert!(degraded.contains("not searched") && degraded.contains("all-minilm-l6-v2-int8"), "{search}");
     let status = client.command("raggrep.status", json!({}));
     assert!(status["chunks"].is_null(), "no index to search: {status}");
+    let reason = status["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("turned off") && reason.contains("built with model all-minilm-l6-v2-int8"), "{status}");
+    assert_eq!(client.shutdown_and_exit(), 0);
+
+    // With indexing on, the server rebuilds it with its own model; then it answers, and neither
+    // the status nor the search carries the refusal any more.
+    let mut client = Client::start(env!("CARGO_BIN_EXE_raggrep"), &alpha);
+    initialize(&mut client, &alpha, json!({}));
+    client.wait_index_updated(&alpha);
+    let status = client.command("raggrep.status", json!({}));
+    assert!(status["reason"].is_null() && status["model"] != "all-minilm-l6-v2-int8", "{status}");
+    let search = client.command("raggrep.search", json!({"query": "multiply two matrices", "k": 3}));
+    assert!(search["degraded"].is_null(), "{search}");
+    assert_eq!(search["results"][0]["symbol"], "matmul", "{search}");
     assert_eq!(client.shutdown_and_exit(), 0);
 
     // A memory budget too small for the workspace (1 MB holds ~246 chunks; this has 400): the

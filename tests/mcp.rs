@@ -180,6 +180,50 @@ fn mcp_says_degraded_until_its_update_repairs_the_index() {
     session.close();
 }
 
+/// An index another model built (the default changed in an upgrade) is not searched: an agent
+/// gets an empty answer that says why (`degraded`, status `reason`), not one that reads as "no
+/// such code", until the server's rebuild publishes. The writer lock held by the test keeps
+/// that rebuild waiting, as in the test above.
+#[test]
+fn mcp_says_why_an_index_of_another_model_is_not_searched() {
+    let (_dir, root) = polyglot();
+    let indexed = std::process::Command::new(env!("CARGO_BIN_EXE_raggrep"))
+        .args(["index", "--model", "all-minilm-l6-v2-int8"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    assert!(indexed.status.success(), "{}", String::from_utf8_lossy(&indexed.stderr));
+    let lock = std::fs::OpenOptions::new().write(true).open(root.join(".raggrep/LOCK")).unwrap();
+    lock.lock().unwrap();
+
+    let mut session = Session::start(env!("CARGO_BIN_EXE_raggrep"), &root);
+    session.initialize();
+    let query = json!({ "query": "check whether an API token is valid", "k": 5 });
+    let refused = session.structured("search", query.clone());
+    assert_eq!(refused["results"], json!([]), "{refused}");
+    let degraded = refused["degraded"].as_str().unwrap_or_default();
+    assert!(degraded.contains("not searched") && degraded.contains("all-minilm-l6-v2-int8"), "{refused}");
+    assert_eq!(refused["partial"], true, "{refused}");
+    let status = session.structured("status", json!({}));
+    let reason = status["roots"][0]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("built with model all-minilm-l6-v2-int8") && reason.contains("rebuilt"), "{status}");
+
+    lock.unlock().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let rebuilt = loop {
+        let result = session.structured("search", query.clone());
+        if result.get("degraded").is_none_or(serde_json::Value::is_null) && result["partial"] == false {
+            break result;
+        }
+        assert!(Instant::now() < deadline, "still refused two minutes after the lock was released: {result}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(rebuilt["results"][0]["symbol"], "validate_token", "{rebuilt}");
+    let status = session.structured("status", json!({}));
+    assert!(status["roots"][0]["reason"].is_null(), "{status}");
+    session.close();
+}
+
 /// A small object literal is one chunk of code, so its methods have no chunk of their own;
 /// `find_symbol` still finds them (qualified by the object's name) and `outline` lists them.
 #[test]

@@ -228,7 +228,7 @@ pub struct RootStatus {
     pub partial: bool,
     pub last_error: Option<String>,
     pub memory_level: MemoryLevel,
-    /// Why indexing is off or limited, in words.
+    /// Why indexing is off or limited, or why the index on disk is not searched, in words.
     pub reason: Option<String>,
 }
 
@@ -288,6 +288,9 @@ struct RootState {
     indexing: bool,
     last_error: Option<String>,
     reason: Option<String>,
+    /// Why the index on disk is not searched (another model built it), until one that is
+    /// replaces it.
+    unsearched: Option<String>,
 }
 
 enum Job {
@@ -447,22 +450,38 @@ impl Workspace {
 
     /// `snapshot`, unless another model built it: its vectors would answer this server's query
     /// vectors by noise (a new default model has the same dimension), so until it is rebuilt the
-    /// root has no index to search. `indexing`: whether this server will rebuild it (for the log).
-    fn searchable(&self, root: &Path, snapshot: Snapshot, indexing: bool) -> Option<Arc<Snapshot>> {
+    /// root has no index to search. The refusal says why, for the log, `status` and `degraded`
+    /// (an empty answer must not read as "no such code"). `indexing`: whether this server will
+    /// rebuild it.
+    fn searchable(&self, root: &Path, snapshot: Snapshot, indexing: bool) -> Result<Arc<Snapshot>, String> {
         let info = self.embedder.info();
         if snapshot.built_by(info) {
-            return Some(Arc::new(snapshot));
+            return Ok(Arc::new(snapshot));
         }
-        tracing::warn!(
-            root = %root.display(),
-            "the index was built with model {} ({}-d), this server embeds with {} ({}-d); {}",
+        let why = format!(
+            "not searched: its index was built with model {} ({}-d) and this server embeds with {} ({}-d); {}",
             snapshot.model_id(),
             snapshot.dim(),
             info.id,
             info.dim,
-            if indexing { "it is not searched until it is rebuilt" } else { "it is not searched (indexing is off here)" }
+            if indexing { "it is being rebuilt" } else { "indexing is off here, so it is not rebuilt" }
         );
-        None
+        tracing::warn!(root = %root.display(), "{why}");
+        Err(why)
+    }
+
+    /// Lets queries of `root` see `snapshot` (or nothing, if another model built it).
+    fn publish(&self, root: &Root, snapshot: Snapshot, indexing: bool) {
+        let (snapshot, unsearched) = match self.searchable(&root.location.root, snapshot, indexing) {
+            Ok(snapshot) => (Some(snapshot), None),
+            Err(why) => (None, Some(why)),
+        };
+        if let Ok(mut slot) = root.snapshot.write() {
+            *slot = snapshot;
+        }
+        if let Ok(mut state) = root.state.lock() {
+            state.unsearched = unsearched;
+        }
     }
 
     /// Queues a full update of every root (the user asked for it).
@@ -488,12 +507,15 @@ impl Workspace {
         if self.roots.read().map(|r| r.iter().any(|x| x.location.root == location.root)).unwrap_or(false) {
             return Ok(());
         }
-        let snapshot = match Snapshot::open(&location) {
-            Ok(snapshot) => self.searchable(&location.root, snapshot, index),
-            Err(IndexError::Missing(_)) => None,
+        let (snapshot, unsearched) = match Snapshot::open(&location) {
+            Ok(snapshot) => match self.searchable(&location.root, snapshot, index) {
+                Ok(snapshot) => (Some(snapshot), None),
+                Err(why) => (None, Some(why)),
+            },
+            Err(IndexError::Missing(_)) => (None, None),
             Err(err) => {
                 tracing::warn!(root = %location.root.display(), "{err}; it will be rebuilt");
-                None
+                (None, None)
             }
         };
         let root = Arc::new(Root {
@@ -505,6 +527,7 @@ impl Workspace {
                 // index opened above with the disk, answers may miss what changed meanwhile.
                 indexing: index,
                 reason: (!index).then(|| TURNED_OFF.to_string()),
+                unsearched,
                 ..RootState::default()
             }),
             indexed_buffers: AtomicBool::new(false),
@@ -711,14 +734,18 @@ impl Workspace {
     }
 
     /// Why results in `mode` are worse than they should be (a root's lexical index unavailable,
-    /// damaged vectors), root by root; `None` when all is well.
+    /// damaged vectors, its index not searched at all), root by root; `None` when all is well.
     pub fn degraded(&self, mode: Mode) -> Option<String> {
-        let reasons: Vec<String> = self
-            .snapshots()
+        let Ok(roots) = self.roots.read() else { return None };
+        let reasons: Vec<String> = roots
             .iter()
-            .filter_map(|(root, snapshot)| {
-                let why = snapshot.degraded(mode != Mode::Lexical, mode != Mode::Dense)?;
-                Some(format!("{}: {why}", root.display()))
+            .filter_map(|root| {
+                let unsearched = root.state.lock().ok().and_then(|s| s.unsearched.clone());
+                let why = unsearched.or_else(|| {
+                    let snapshot = root.snapshot.read().ok()?.clone()?;
+                    snapshot.degraded(mode != Mode::Lexical, mode != Mode::Dense)
+                })?;
+                Some(format!("{}: {why}", root.location.root.display()))
             })
             .collect();
         (!reasons.is_empty()).then(|| reasons.join("; "))
@@ -840,11 +867,14 @@ impl Workspace {
             .map(|root| {
                 let snapshot = root.snapshot.read().ok().and_then(|s| s.clone());
                 let state = root.state.lock();
-                let (enabled, indexing, last_error, reason) = match &state {
-                    Ok(s) => (s.enabled, s.indexing, s.last_error.clone(), s.reason.clone()),
-                    Err(_) => (false, false, None, None),
+                let (enabled, indexing, last_error, reason, unsearched) = match &state {
+                    Ok(s) => (s.enabled, s.indexing, s.last_error.clone(), s.reason.clone(), s.unsearched.clone()),
+                    Err(_) => (false, false, None, None, None),
                 };
-                let paused = self.is_paused();
+                let paused = self.is_paused().then(|| {
+                    "indexing is paused (resume with raggrep.resume, or SIGUSR2 to raggrep watch)".to_string()
+                });
+                let reasons: Vec<String> = [paused.or(reason), unsearched].into_iter().flatten().collect();
                 RootStatus {
                     // The root is said once, by the status itself.
                     index: snapshot.as_ref().map(|s| IndexStats { root: String::new(), ..s.stats() }),
@@ -854,11 +884,7 @@ impl Workspace {
                     partial: answers_are_partial(enabled, indexing, snapshot.as_deref().map(Snapshot::is_partial)),
                     last_error,
                     memory_level: level,
-                    reason: if paused {
-                        Some("indexing is paused (resume with raggrep.resume, or SIGUSR2 to raggrep watch)".into())
-                    } else {
-                        reason
-                    },
+                    reason: (!reasons.is_empty()).then(|| reasons.join("; ")),
                 }
             })
             .collect()
@@ -926,11 +952,10 @@ impl Workspace {
                     // A new generation is published (lexical search and the chunk list first,
                     // then more embeddings every few seconds; or by another process while this
                     // one waits for the lock): let queries see it.
+                    // (Another process may have published another model's index.)
                     let current = root.snapshot.read().ok().and_then(|s| s.clone());
-                    if let Ok(snapshot) = Snapshot::open_reusing(&root.location, current.as_deref())
-                        && let Ok(mut slot) = root.snapshot.write()
-                    {
-                        *slot = Some(Arc::new(snapshot));
+                    if let Ok(snapshot) = Snapshot::open_reusing(&root.location, current.as_deref()) {
+                        self.publish(root, snapshot, true);
                     }
                 }
                 events.progress(&root_path, &p);
@@ -950,12 +975,7 @@ impl Workspace {
         };
         let current = root.snapshot.read().ok().and_then(|s| s.clone());
         match Snapshot::open_reusing(&root.location, current.as_deref()) {
-            Ok(snapshot) => {
-                let snapshot = self.searchable(&root_path, snapshot, true);
-                if let Ok(mut slot) = root.snapshot.write() {
-                    *slot = snapshot;
-                }
-            }
+            Ok(snapshot) => self.publish(root, snapshot, true),
             Err(err) => tracing::warn!(root = %root_path.display(), "cannot open the index after updating: {err}"),
         }
         let budget_full = matches!(&outcome, Ok(stats) if stats.skipped_files > 0)
@@ -1118,15 +1138,35 @@ mod tests {
         let built_with = crate::embed::FakeEmbedder::new(16);
         let options = IndexOptions { shared_cache: None, ..IndexOptions::default() };
         index::update(&location, &built_with, &options, &mut |_| {}).unwrap();
-        let searchable_roots = |embedder: Arc<dyn Embedder>| {
+        // (searchable roots, status reason, degraded)
+        let open_with = |embedder: Arc<dyn Embedder>| {
             let workspace = Workspace::new(embedder, Settings::default(), Arc::new(Quiet));
             workspace.add_root(dir.path(), false).unwrap();
-            workspace.snapshots().len()
+            let reason = workspace.status().first().and_then(|s| s.reason.clone()).unwrap_or_default();
+            (workspace.snapshots().len(), reason, workspace.degraded(Mode::Hybrid))
         };
-        assert_eq!(searchable_roots(Arc::new(crate::embed::FakeEmbedder::new(16))), 1);
+        let (searched, reason, degraded) = open_with(Arc::new(crate::embed::FakeEmbedder::new(16)));
+        assert_eq!((searched, reason.as_str(), degraded), (1, TURNED_OFF, None));
         let another = crate::embed::ModelInfo { id: "another-model".into(), ..built_with.info().clone() };
-        assert_eq!(searchable_roots(Arc::new(Renamed(crate::embed::FakeEmbedder::new(16), another))), 0);
-        assert_eq!(searchable_roots(Arc::new(crate::embed::FakeEmbedder::new(32))), 0);
+        let others = [
+            (
+                Arc::new(Renamed(crate::embed::FakeEmbedder::new(16), another)) as Arc<dyn Embedder>,
+                "another-model (16-d)",
+            ),
+            (Arc::new(crate::embed::FakeEmbedder::new(32)), "(32-d)"),
+        ];
+        for (embedder, named) in others {
+            let (searched, reason, degraded) = open_with(embedder);
+            assert_eq!(searched, 0);
+            // An empty answer must say why, or it reads as "no such code".
+            let degraded = degraded.unwrap_or_default();
+            for said in [&reason, &degraded] {
+                assert!(said.contains("not searched") && said.contains(named), "{said}");
+                assert!(said.contains(&format!("built with model {} (16-d)", built_with.info().id)), "{said}");
+            }
+            assert!(reason.starts_with(TURNED_OFF), "{reason}");
+            assert!(degraded.starts_with(&dir.path().canonicalize().unwrap().display().to_string()), "{degraded}");
+        }
     }
 
     #[test]

@@ -790,7 +790,7 @@ impl RaggrepMcp {
     }
 
     #[tool(
-        description = "Index status per workspace root (roots; the first root's fields are repeated at the top level): files, chunks, embedded and pending chunks, whether indexing is running (partial), the model, the last error and why indexing is off or limited."
+        description = "Index status per workspace root (roots; the first root's fields are repeated at the top level): files, chunks, embedded and pending chunks, whether indexing is running (partial), the model, the last error, and reason: why indexing is off or limited, or why the index on disk is not searched (another model built it)."
     )]
     async fn status(&self) -> Result<CallToolResult, ErrorData> {
         let result = self.blocking(|ws| Ok(success(wire::StatusResponse::new(ws.status())))).await;
