@@ -521,12 +521,22 @@ fn an_index_of_the_previous_default_model_answers_by_name_and_index_rebuilds_it(
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
     assert!(stderr.contains(PREVIOUS) && stderr.contains("raggrep index"), "{stderr}");
+    // Status says the same before a query is tried, and not when --model names the index's model.
+    let status: Value = serde_json::from_slice(&ws.ok(&["status", "--json"]).stdout).unwrap();
+    let mismatch = status["model_mismatch"].as_str().unwrap_or_default();
+    assert!(mismatch.contains("all-minilm-l6-v2-code2-int8") && mismatch.contains("raggrep index"), "{status}");
+    assert!(mismatch.contains(&format!("--model {PREVIOUS}")), "{status}");
+    let text = String::from_utf8(ws.ok(&["status"]).stdout).unwrap();
+    assert!(text.contains(mismatch), "{text}");
+    let status: Value = serde_json::from_slice(&ws.ok(&["--model", PREVIOUS, "status", "--json"]).stdout).unwrap();
+    assert!(status.get("model_mismatch").is_none(), "{status}");
 
     let out = ws.ok(&["index", "."]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains(PREVIOUS) && stderr.contains("rebuilding"), "{stderr}");
     let status: Value = serde_json::from_slice(&ws.ok(&["status", "--json"]).stdout).unwrap();
     assert_eq!(status["model"], "all-minilm-l6-v2-code2-int8");
+    assert!(status.get("model_mismatch").is_none(), "{status}");
     assert_eq!(status["embedded"], status["chunks"]);
     let results = ws.query(&["-k", "3", query]);
     assert!(has_hit(&results, path, symbol), "{:?}", hits(&results));

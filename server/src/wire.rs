@@ -302,6 +302,18 @@ impl StatusResponse {
     }
 }
 
+/// CLI `status --json` of an index that opens.
+#[derive(Debug, Clone, Serialize)]
+pub struct IndexStatus {
+    #[serde(flatten)]
+    pub index: IndexStats,
+    /// The index was built with another model than queries now embed with (an upgrade changed
+    /// the default, or `--model` named another): `raggrep query` refuses it until it is rebuilt.
+    /// What to do, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_mismatch: Option<String>,
+}
+
 /// An index that failed its checks (CLI `status --json`); the next update rebuilds it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Damaged {
@@ -865,6 +877,17 @@ mod tests {
             reason: None,
         }]);
         insta::assert_json_snapshot!("status", status);
+        insta::assert_json_snapshot!(
+            "index_status_of_another_model",
+            IndexStatus {
+                index: stats(),
+                model_mismatch: Some(
+                    "queries embed with all-minilm-l6-v2-code2-int8: `raggrep query` refuses this index until \
+                     `raggrep index` rebuilds it (or pass --model all-minilm-l6-v2-int8)"
+                        .into()
+                ),
+            }
+        );
         insta::assert_json_snapshot!(
             "damaged",
             Damaged {

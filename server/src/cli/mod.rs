@@ -418,7 +418,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         }
         Command::Status { location, json } => {
             let location = IndexLocation::new(&location.root, location.index_dir.as_deref())?;
-            cmd_status(&location, json)
+            cmd_status(&location, json, model, ort)
         }
         Command::Inspect { location, chunks, skipped, json } => {
             let location = IndexLocation::new(&location.root, location.index_dir.as_deref())?;
@@ -650,7 +650,7 @@ fn rebuild(
     Ok(())
 }
 
-fn cmd_status(location: &IndexLocation, json: bool) -> Result<()> {
+fn cmd_status(location: &IndexLocation, json: bool, model: Option<&str>, ort: Option<&Path>) -> Result<()> {
     let mut out = io::stdout().lock();
     let snapshot = match Snapshot::open(location) {
         Ok(snapshot) => snapshot,
@@ -673,12 +673,27 @@ fn cmd_status(location: &IndexLocation, json: bool) -> Result<()> {
         Err(err) => return Err(err.into()),
     };
     let stats = snapshot.stats();
+    let status = wire::IndexStatus { model_mismatch: model_mismatch(&stats, model, ort), index: stats };
     if json {
-        writeln!(out, "{}", serde_json::to_string(&stats)?)?;
+        writeln!(out, "{}", serde_json::to_string(&status)?)?;
         return Ok(());
     }
-    output::print_status(&mut out, &stats)?;
+    output::print_status(&mut out, &status)?;
     Ok(())
+}
+
+/// What to do when queries would embed with another model than the one that built the index
+/// (`raggrep query` refuses it). Status works without any model installed: if none is found,
+/// nothing is said.
+fn model_mismatch(stats: &index::IndexStats, model: Option<&str>, ort: Option<&Path>) -> Option<String> {
+    let queried_with = Assets::locate(model, ort).and_then(|assets| assets.model_id()).ok()?;
+    (queried_with != stats.model).then(|| {
+        format!(
+            "queries embed with {queried_with}: `raggrep query` refuses this index until `raggrep index` rebuilds it \
+             (or pass --model {})",
+            stats.model
+        )
+    })
 }
 
 fn cmd_inspect(location: &IndexLocation, chunks: bool, skipped: bool, json: bool) -> Result<()> {

@@ -2,8 +2,8 @@
 
 use std::io::{self, IsTerminal, Write};
 
-use crate::index::IndexStats;
 use crate::search::SearchResults;
+use crate::wire::IndexStatus;
 
 struct Style {
     on: bool,
@@ -44,13 +44,17 @@ pub fn print_hits(out: &mut impl Write, results: &SearchResults) -> io::Result<(
     Ok(())
 }
 
-pub fn print_status(out: &mut impl Write, s: &IndexStats) -> io::Result<()> {
+pub fn print_status(out: &mut impl Write, status: &IndexStatus) -> io::Result<()> {
+    let s = &status.index;
     let mb = |b: u64| format!("{:.1} MB", b as f64 / 1_000_000.0);
     writeln!(out, "root:          {}", s.root)?;
     writeln!(out, "index:         {}", s.index_dir)?;
     writeln!(out, "files:         {} ({} skipped)", s.files, s.skipped)?;
     writeln!(out, "chunks:        {} ({} embedded, {} pending)", s.chunks, s.embedded, s.pending)?;
     writeln!(out, "model:         {} ({}-d)", s.model, s.dim)?;
+    if let Some(what_to_do) = &status.model_mismatch {
+        writeln!(out, "               {what_to_do}")?;
+    }
     writeln!(
         out,
         "vectors:       {} {} ({} dead, {} in the HNSW graph)",

@@ -273,6 +273,15 @@ impl Assets {
         Ok(Some(RerankModel { id: meta.id, path, max_tokens: meta.max_tokens, weight: meta.weight, head: meta.head }))
     }
 
+    /// The model's id, as its embedder reports it (without loading the network, unless it has
+    /// no metadata and its weights must be hashed).
+    pub fn model_id(&self) -> Result<String, AssetError> {
+        match self.metadata()? {
+            Some(metadata) => Ok(metadata.id),
+            None => self.derived_model_id(),
+        }
+    }
+
     /// A stable id for a model without metadata: its directory name and a hash of its weights,
     /// so two different models never share cached embeddings.
     pub(crate) fn derived_model_id(&self) -> Result<String, AssetError> {
