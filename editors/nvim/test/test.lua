@@ -63,6 +63,14 @@ local ok_run, err_run = xpcall(function()
   check('setup rejects a bad setting', not pcall(raggrep.setup, { settings = { logLevel = 'loud' } }))
   check('setup rejects an unknown option', not pcall(raggrep.setup, { bogus = true }))
   check('setup rejects a bad ui', not pcall(raggrep.setup, { ui = 'nope' }))
+  -- The server's `degraded` (here: a root whose index another model built, as workspace.rs says
+  -- it) is in the list's title, so an empty answer says why; JSON null says nothing.
+  local refused = '/work/app: not searched: its index was built with model all-minilm-l6-v2-int8 (384-d) and this server embeds with all-minilm-l6-v2-code2-int8 (384-d); it is being rebuilt'
+  local title = raggrep.search_title('parse a date', { results = {}, partial = true, degraded = refused })
+  check('the search title says why nothing was searched',
+    title == 'raggrep: parse a date (index still building) (degraded: ' .. refused .. ')', title)
+  title = raggrep.search_title('parse a date', { results = {}, partial = false, degraded = vim.NIL })
+  check('a null degraded adds nothing to the title', title == 'raggrep: parse a date', title)
   -- With run.sh's team index, as a user sets it up (README "The team index"): every search
   -- below also gets a team section, which must not disturb the local results.
   raggrep.setup({ method = method, settings = { logLevel = 'info', defaultK = 10, team = team_url } })

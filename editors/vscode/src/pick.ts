@@ -1,7 +1,7 @@
 // The QuickPick for search results: queried as you type, never re-filtered by VS Code.
 
 import * as vscode from 'vscode';
-import { HitItem, Hit, resultsToItems, searchTitle, SearchResult, TeamHitItem, teamRows, TeamSection } from './results';
+import { HitItem, Hit, noResultsDetail, resultsToItems, searchTitle, SearchResult, TeamHitItem, teamRows, TeamSection } from './results';
 import { openTeamHit } from './team';
 
 export const DEBOUNCE_MS = 200;
@@ -140,10 +140,10 @@ export function showSearch(search: Search, initial = '', options: SearchOptions 
       pick.title = searchTitle(result);
       if (team.length > 0) {
         // The separator says what follows; without a local row, say there was none.
-        const none = items.length > 0 ? [] : [messageRow('$(info) No results in this workspace', result.partial ? 'The index is still being built.' : undefined)];
+        const none = items.length > 0 ? [] : [messageRow('$(info) No results in this workspace', noResultsDetail(result))];
         pick.items = [...items, ...none, ...team];
       } else {
-        pick.items = items.length > 0 ? items : [messageRow('$(info) No results', result.partial ? 'The index is still being built.' : undefined)];
+        pick.items = items.length > 0 ? items : [messageRow('$(info) No results', noResultsDetail(result))];
       }
       const teamError = typeof result.team?.error === 'string' && result.team.error !== '' ? result.team.error : undefined;
       // Logged once while it lasts: the same error differs only in its numbers ("trying again in 29 s").

@@ -55,6 +55,9 @@ export interface SearchResult {
   query?: string;
   took_ms?: number;
   partial?: boolean;
+  /** Why the ranking is worse than usual, root by root: part of an index damaged, or an index
+   * of another model not searched until it is rebuilt. */
+  degraded?: string | null;
   /** Calibrated probability that the first 5 results hold the answer (default search only). */
   confidence?: number;
   /** Probably nothing here is what was asked about: the results are only the closest code. */
@@ -374,6 +377,16 @@ export function teamRows(team: TeamSection | null | undefined): TeamRow[] {
   return rows;
 }
 
+/** Why a search found nothing, when the server knows more than "nothing matches": the
+ * server's `degraded` (say, an index of another model not searched yet), or an index still
+ * being built. */
+export function noResultsDetail(result: SearchResult | undefined): string | undefined {
+  if (typeof result?.degraded === 'string' && result.degraded !== '') {
+    return result.degraded;
+  }
+  return result?.partial ? 'The index is still being built.' : undefined;
+}
+
 /** QuickPick title for a search answer. */
 export function searchTitle(result: SearchResult | undefined): string {
   let title = 'raggrep: Semantic Search';
@@ -390,6 +403,9 @@ export function searchTitle(result: SearchResult | undefined): string {
   }
   if (result?.partial) {
     title += ' (index still building)';
+  }
+  if (typeof result?.degraded === 'string' && result.degraded !== '') {
+    title += ' — degraded: ' + result.degraded;
   }
   if (result?.no_confident_match === true && Array.isArray(result.results) && result.results.length > 0) {
     title += ' — no confident match, closest code';

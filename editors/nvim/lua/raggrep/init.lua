@@ -80,17 +80,29 @@ function M.search(query, opts)
   end
   local args = { query = query, k = opts.k or config.options.k, mode = opts.mode, path = opts.path, lang = opts.lang }
   return M.execute('raggrep.search', args, function(result)
-    local title = 'raggrep: ' .. query
-    if value(result.partial) then
-      title = title .. ' (index still building)'
-    end
-    -- The server's calibrated "probably nothing here": the hits are only the closest code.
-    if value(result.no_confident_match) == true and #(value(result.results) or {}) > 0 then
-      title = title .. ' (no confident match: closest code)'
-    end
     -- With the `team` setting, `result.team` holds the team index's hits (other repositories).
+    local title = M.search_title(query, result)
     require('raggrep.ui').show(result.results, { title = title, kind = 'search', ui = opts.ui, team = value(result.team) })
   end)
+end
+
+--- The title of a search's list: the query, and what the server says about the answer.
+function M.search_title(query, result)
+  local title = 'raggrep: ' .. query
+  if value(result.partial) then
+    title = title .. ' (index still building)'
+  end
+  -- The server's calibrated "probably nothing here": the hits are only the closest code.
+  if value(result.no_confident_match) == true and #(value(result.results) or {}) > 0 then
+    title = title .. ' (no confident match: closest code)'
+  end
+  -- Why the ranking is worse than usual, or why a root answered nothing (an index of another
+  -- model, not searched until it is rebuilt): an empty list must not read as "nothing matches".
+  local degraded = value(result.degraded)
+  if type(degraded) == 'string' and degraded ~= '' then
+    title = title .. ' (degraded: ' .. degraded .. ')'
+  end
+  return title
 end
 
 local function similar_title(uri, range)

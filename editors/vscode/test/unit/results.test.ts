@@ -13,6 +13,7 @@ import {
   kindIcon,
   languageId,
   lineRange,
+  noResultsDetail,
   pauseMessage,
   resultsToItems,
   SearchResult,
@@ -132,6 +133,19 @@ test('search titles say how many, how fast, and whether the index is still build
   );
   assert.equal(searchTitle({ results: [], no_confident_match: true }), 'raggrep: Semantic Search — 0 results');
   assert.equal(searchTitle({ results: [validateToken], confidence: 0.9, no_confident_match: false }), 'raggrep: Semantic Search — 1 result');
+});
+
+test('search: the server\'s degraded is said in the title and explains an empty answer', () => {
+  // As the server sends it for a root whose index another model built (workspace.rs).
+  const refused = '/work/app: not searched: its index was built with model all-minilm-l6-v2-int8 (384-d) and this server embeds with all-minilm-l6-v2-code2-int8 (384-d); it is being rebuilt';
+  const empty = { results: [], partial: true, degraded: refused };
+  assert.equal(searchTitle(empty), `raggrep: Semantic Search — 0 results (index still building) — degraded: ${refused}`);
+  assert.equal(noResultsDetail(empty), refused, 'the reason outranks "still being built"');
+  assert.equal(noResultsDetail({ results: [], partial: true }), 'The index is still being built.');
+  assert.equal(noResultsDetail({ results: [], partial: false, degraded: null }), undefined);
+  assert.equal(noResultsDetail(undefined), undefined);
+  const lexical = '/work/app: lexical search failed (…); `raggrep index` repairs it';
+  assert.equal(searchTitle({ results: [validateToken], degraded: lexical }), `raggrep: Semantic Search — 1 result — degraded: ${lexical}`);
 });
 
 test('similar: empty selection sends the cursor line, a selection is sent as is; titles are 1-based', () => {
