@@ -490,6 +490,9 @@ fn enabled_model_dir_and_memory_budget_settings() {
     assert_eq!(search["results"], json!([]), "{search}");
     let degraded = search["degraded"].as_str().unwrap_or_default();
     assert!(degraded.contains("not searched") && degraded.contains("all-minilm-l6-v2-int8"), "{search}");
+    let context = client.command("raggrep.context", json!({"query": "multiply two matrices"}));
+    assert_eq!(context["sources"], json!([]), "{context}");
+    assert_eq!(context["degraded"], search["degraded"], "{context}");
     let status = client.command("raggrep.status", json!({}));
     assert!(status["chunks"].is_null(), "no index to search: {status}");
     let reason = status["reason"].as_str().unwrap_or_default();

@@ -204,6 +204,9 @@ fn mcp_says_why_an_index_of_another_model_is_not_searched() {
     let degraded = refused["degraded"].as_str().unwrap_or_default();
     assert!(degraded.contains("not searched") && degraded.contains("all-minilm-l6-v2-int8"), "{refused}");
     assert_eq!(refused["partial"], true, "{refused}");
+    let context = session.structured("context", json!({ "question": "check whether an API token is valid" }));
+    assert_eq!(context["sources"], json!([]), "{context}");
+    assert_eq!(context["degraded"], refused["degraded"], "{context}");
     let status = session.structured("status", json!({}));
     let reason = status["roots"][0]["reason"].as_str().unwrap_or_default();
     assert!(reason.contains("built with model all-minilm-l6-v2-int8") && reason.contains("rebuilt"), "{status}");

@@ -270,18 +270,22 @@ pub struct ContextResponse {
     /// The citations, in order.
     pub sources: Vec<String>,
     pub partial: bool,
+    /// Why the retrieval was worse than usual (as in a search response).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<String>,
     /// How likely the code holds the answer (as in a search response).
     #[serde(flatten)]
     pub confidence: Option<Confidence>,
 }
 
 impl ContextResponse {
-    pub fn new(context: Context, partial: bool) -> ContextResponse {
+    pub fn new(context: Context, partial: bool, degraded: Option<String>) -> ContextResponse {
         ContextResponse {
             text: context.text,
             tokens: context.tokens,
             sources: context.sources,
             partial,
+            degraded,
             confidence: context.confidence.map(Confidence::from),
         }
     }
@@ -764,7 +768,7 @@ mod tests {
             sources: vec!["src/auth/token.rs:12-30".into()],
             confidence: Some(search::Confidence { value: 0.87364, confident: true, logit: 1.93 }),
         };
-        insta::assert_json_snapshot!(ContextResponse::new(context, false));
+        insta::assert_json_snapshot!(ContextResponse::new(context, false, None));
     }
 
     #[test]

@@ -125,9 +125,10 @@ pub(super) async fn execute_command(backend: &Backend, params: ExecuteCommandPar
         "raggrep.context" => {
             let a: ContextArgs = parse_args(command, &args)?;
             let max_tokens = a.max_tokens.unwrap_or(2000);
-            let (context, partial) =
-                backend.blocking(move |ws| Ok((ws.context(&a.query, max_tokens)?, ws.is_partial()))).await?;
-            reply(wire::ContextResponse::new(context, partial))
+            let (context, partial, degraded) = backend
+                .blocking(move |ws| Ok((ws.context(&a.query, max_tokens)?, ws.is_partial(), ws.degraded(Mode::Hybrid))))
+                .await?;
+            reply(wire::ContextResponse::new(context, partial, degraded))
         }
         "raggrep.reindex" => {
             let workspace = backend.workspace()?;

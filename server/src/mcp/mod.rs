@@ -704,7 +704,7 @@ impl RaggrepMcp {
     }
 
     #[tool(
-        description = "The best code for a question, ready to read: deduplicated chunks within max_tokens, each headed by its citation (path:start-end) in a fenced block. Returns text, tokens (estimated), sources (the citations) and partial; confidence and no_confident_match as for search (true: the text is only the closest code, probably not about the question)."
+        description = "The best code for a question, ready to read: deduplicated chunks within max_tokens, each headed by its citation (path:start-end) in a fenced block. Returns text, tokens (estimated), sources (the citations) and partial; degraded (why retrieval is worse than usual) when set; confidence and no_confident_match as for search (true: the text is only the closest code, probably not about the question)."
     )]
     async fn context(&self, Parameters(args): Parameters<ContextArgs>) -> Result<CallToolResult, ErrorData> {
         let result = async {
@@ -715,7 +715,7 @@ impl RaggrepMcp {
             let budget = check_budget(args.max_tokens)?;
             self.blocking(move |ws| {
                 let context = ws.context(&question, budget).map_err(|e| e.to_string())?;
-                Ok(success(wire::ContextResponse::new(context, ws.is_partial())))
+                Ok(success(wire::ContextResponse::new(context, ws.is_partial(), ws.degraded(Mode::Hybrid))))
             })
             .await
         };
