@@ -323,6 +323,14 @@ impl Scope {
     }
 }
 
+/// [`Workspace::searchable`]'s answer as a root keeps it: the snapshot to search, or why none.
+fn split(searchable: Result<Arc<Snapshot>, String>) -> (Option<Arc<Snapshot>>, Option<String>) {
+    match searchable {
+        Ok(snapshot) => (Some(snapshot), None),
+        Err(why) => (None, Some(why)),
+    }
+}
+
 /// Status `reason` of a root that is not indexed (a setting, the consent answer, its config or
 /// `raggrep.toggle`).
 const TURNED_OFF: &str = "indexing is turned off for this workspace";
@@ -472,10 +480,7 @@ impl Workspace {
 
     /// Lets queries of `root` see `snapshot` (or nothing, if another model built it).
     fn publish(&self, root: &Root, snapshot: Snapshot, indexing: bool) {
-        let (snapshot, unsearched) = match self.searchable(&root.location.root, snapshot, indexing) {
-            Ok(snapshot) => (Some(snapshot), None),
-            Err(why) => (None, Some(why)),
-        };
+        let (snapshot, unsearched) = split(self.searchable(&root.location.root, snapshot, indexing));
         if let Ok(mut slot) = root.snapshot.write() {
             *slot = snapshot;
         }
@@ -508,10 +513,7 @@ impl Workspace {
             return Ok(());
         }
         let (snapshot, unsearched) = match Snapshot::open(&location) {
-            Ok(snapshot) => match self.searchable(&location.root, snapshot, index) {
-                Ok(snapshot) => (Some(snapshot), None),
-                Err(why) => (None, Some(why)),
-            },
+            Ok(snapshot) => split(self.searchable(&location.root, snapshot, index)),
             Err(IndexError::Missing(_)) => (None, None),
             Err(err) => {
                 tracing::warn!(root = %location.root.display(), "{err}; it will be rebuilt");
