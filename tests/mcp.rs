@@ -207,6 +207,13 @@ fn mcp_says_why_an_index_of_another_model_is_not_searched() {
     let context = session.structured("context", json!({ "question": "check whether an API token is valid" }));
     assert_eq!(context["sources"], json!([]), "{context}");
     assert_eq!(context["degraded"], refused["degraded"], "{context}");
+    let similar = session
+        .structured("find_similar", json!({ "code": "def validate_token(store, token):\n    return token in store" }));
+    assert_eq!(similar["results"], json!([]), "{similar}");
+    assert_eq!(similar["degraded"], refused["degraded"], "{similar}");
+    let symbols = session.structured("find_symbol", json!({ "name": "validate_token" }));
+    assert_eq!(symbols["definitions"], json!([]), "{symbols}");
+    assert_eq!(symbols["degraded"], refused["degraded"], "{symbols}");
     let status = session.structured("status", json!({}));
     let reason = status["roots"][0]["reason"].as_str().unwrap_or_default();
     assert!(reason.contains("built with model all-minilm-l6-v2-int8") && reason.contains("rebuilt"), "{status}");
@@ -222,6 +229,11 @@ fn mcp_says_why_an_index_of_another_model_is_not_searched() {
         std::thread::sleep(Duration::from_millis(200));
     };
     assert_eq!(rebuilt["results"][0]["symbol"], "validate_token", "{rebuilt}");
+    let symbols = session.structured("find_symbol", json!({ "name": "validate_token" }));
+    assert!(
+        symbols.get("degraded").is_none() && symbols["definitions"].as_array().is_some_and(|d| !d.is_empty()),
+        "{symbols}"
+    );
     let status = session.structured("status", json!({}));
     assert!(status["roots"][0]["reason"].is_null(), "{status}");
     session.close();

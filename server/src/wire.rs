@@ -221,6 +221,9 @@ pub struct SimilarResponse {
     /// What the results are similar to, widened to whole indexed units.
     pub source: Source,
     pub partial: bool,
+    /// Why the ranking is worse than usual (as in a search response).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<String>,
     pub results: Vec<Hit>,
     #[serde(flatten)]
     pub budget: Option<Budget>,
@@ -379,6 +382,10 @@ pub struct SymbolDefinitions {
     pub name: String,
     pub definitions: Vec<SymbolDefinition>,
     pub partial: bool,
+    /// Roots whose index is not searched (another model built it), and why: their definitions
+    /// are missing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<String>,
     /// Definitions beyond the listed ones.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub omitted: Option<usize>,
@@ -745,6 +752,7 @@ mod tests {
         let mut from_range = SimilarResponse {
             source: Source::lines("src/auth/token.rs", 10, 31),
             partial: false,
+            degraded: None,
             results: vec![Hit::new(&root_hit(), false)],
             budget: None,
         };
@@ -754,6 +762,7 @@ mod tests {
         let from_snippet = SimilarResponse {
             source: Source::snippet(),
             partial: true,
+            degraded: None,
             results: Vec::new(),
             budget: Some(Budget { tokens: 20, omitted: 0 }),
         };
@@ -922,6 +931,7 @@ mod tests {
                 root: None,
             }],
             partial: false,
+            degraded: None,
             omitted: Some(4),
         };
         insta::assert_json_snapshot!("symbols", symbols);

@@ -753,6 +753,20 @@ impl Workspace {
         (!reasons.is_empty()).then(|| reasons.join("; "))
     }
 
+    /// The roots whose index is not searched at all (another model built it), and why; `None`
+    /// when every root's is.
+    pub fn unsearched(&self) -> Option<String> {
+        let Ok(roots) = self.roots.read() else { return None };
+        let reasons: Vec<String> = roots
+            .iter()
+            .filter_map(|root| {
+                let why = root.state.lock().ok()?.unsearched.clone()?;
+                Some(format!("{}: {why}", root.location.root.display()))
+            })
+            .collect();
+        (!reasons.is_empty()).then(|| reasons.join("; "))
+    }
+
     /// True while an answer leaves part of some root out (see [`answers_are_partial`]).
     pub fn is_partial(&self) -> bool {
         self.roots.read().is_ok_and(|roots| roots.iter().any(|root| root.is_partial()))

@@ -105,11 +105,11 @@ pub(super) async fn execute_command(backend: &Backend, params: ExecuteCommandPar
             let path = file_path(&a.uri)?;
             let (start, end) = lines_of(&a.range);
             let k = a.k.unwrap_or(default_k);
-            let (hits, (from, to), relative, partial) = backend
+            let (hits, (from, to), relative, partial, degraded) = backend
                 .blocking(move |ws| {
                     let (hits, lines) = ws.find_similar(&path, start, end, k)?;
                     let relative = ws.locate(&path).map(|(_, rel)| rel).unwrap_or_default();
-                    Ok((hits, lines, relative, ws.is_partial()))
+                    Ok((hits, lines, relative, ws.is_partial(), ws.degraded(Mode::Dense)))
                 })
                 .await?;
             let mut source = wire::Source::lines(&relative, from, to);
@@ -118,6 +118,7 @@ pub(super) async fn execute_command(backend: &Backend, params: ExecuteCommandPar
             reply(wire::SimilarResponse {
                 source,
                 partial,
+                degraded,
                 results: hits.iter().map(to_proto::hit).collect(),
                 budget: None,
             })

@@ -647,7 +647,7 @@ impl RaggrepMcp {
     }
 
     #[tool(
-        description = "Find code similar to a piece of code: either path + start_line + end_line (a range of a file in the workspace; the source itself is excluded from the results) or code (a pasted snippet). Returns hits like search: location, symbol, kind, score, snippet, stale; source.location is the range actually used (widened to whole indexed units), or snippet."
+        description = "Find code similar to a piece of code: either path + start_line + end_line (a range of a file in the workspace; the source itself is excluded from the results) or code (a pasted snippet). Returns hits like search: location, symbol, kind, score, snippet, stale; source.location is the range actually used (widened to whole indexed units), or snippet; partial and degraded as for search."
     )]
     async fn find_similar(&self, Parameters(args): Parameters<FindSimilarArgs>) -> Result<CallToolResult, ErrorData> {
         Ok(self.find_similar_inner(args).await.unwrap_or_else(failure))
@@ -671,6 +671,7 @@ impl RaggrepMcp {
                     Ok(success(wire::SimilarResponse {
                         source: wire::Source::snippet(),
                         partial: ws.is_partial(),
+                        degraded: ws.degraded(Mode::Dense),
                         results,
                         budget: Some(budget),
                     }))
@@ -694,6 +695,7 @@ impl RaggrepMcp {
                     Ok(success(wire::SimilarResponse {
                         source: wire::Source::lines(&file.relative, from, to),
                         partial: ws.is_partial(),
+                        degraded: ws.degraded(Mode::Dense),
                         results,
                         budget: Some(budget),
                     }))
@@ -754,7 +756,7 @@ impl RaggrepMcp {
     }
 
     #[tool(
-        description = "Where a named symbol is defined: exact, case-sensitive match on the name or qualified name over the index (no embedding). Returns definitions with location (path:start-end), kind and qualified symbol, and partial (indexing still running)."
+        description = "Where a named symbol is defined: exact, case-sensitive match on the name or qualified name over the index (no embedding). Returns definitions with location (path:start-end), kind and qualified symbol, and partial (indexing still running); degraded names the roots whose index is not searched (another model built it) when there are any."
     )]
     async fn find_symbol(&self, Parameters(args): Parameters<FindSymbolArgs>) -> Result<CallToolResult, ErrorData> {
         let result = async {
@@ -780,6 +782,7 @@ impl RaggrepMcp {
                     name,
                     definitions,
                     partial: ws.is_partial(),
+                    degraded: ws.unsearched(),
                     omitted: (total > MAX_SYMBOLS).then(|| total - MAX_SYMBOLS),
                 };
                 Ok(success(response))
