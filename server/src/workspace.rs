@@ -289,8 +289,23 @@ struct RootState {
     last_error: Option<String>,
     reason: Option<String>,
     /// Why the index on disk is not searched (another model built it), until one that is
-    /// replaces it.
+    /// replaces it. Said with what happens next: see [`RootState::not_searched`].
     unsearched: Option<String>,
+}
+
+impl RootState {
+    /// Why the root answers nothing, and whether that will change: the rebuild's state is read
+    /// now, not when the index was refused (a rebuild can fail, indexing can be turned off).
+    fn not_searched(&self) -> Option<String> {
+        let why = self.unsearched.as_ref()?;
+        let next = match (self.enabled, self.indexing, &self.last_error) {
+            (false, _, _) => "indexing is off here, so it is not rebuilt",
+            (true, true, _) => "it is being rebuilt",
+            (true, false, Some(_)) => "its rebuild failed (see last_error)",
+            (true, false, None) => "it is rebuilt next",
+        };
+        Some(format!("{why}; {next}"))
+    }
 }
 
 enum Job {
@@ -467,14 +482,14 @@ impl Workspace {
             return Ok(Arc::new(snapshot));
         }
         let why = format!(
-            "not searched: its index was built with model {} ({}-d) and this server embeds with {} ({}-d); {}",
+            "not searched: its index was built with model {} ({}-d) and this server embeds with {} ({}-d)",
             snapshot.model_id(),
             snapshot.dim(),
             info.id,
             info.dim,
-            if indexing { "it is being rebuilt" } else { "indexing is off here, so it is not rebuilt" }
         );
-        tracing::warn!(root = %root.display(), "{why}");
+        let then = if indexing { "it is rebuilt next" } else { "indexing is off here, so it is not rebuilt" };
+        tracing::warn!(root = %root.display(), "{why}; {then}");
         Err(why)
     }
 
@@ -742,7 +757,7 @@ impl Workspace {
         let reasons: Vec<String> = roots
             .iter()
             .filter_map(|root| {
-                let unsearched = root.state.lock().ok().and_then(|s| s.unsearched.clone());
+                let unsearched = root.state.lock().ok().and_then(|s| s.not_searched());
                 let why = unsearched.or_else(|| {
                     let snapshot = root.snapshot.read().ok()?.clone()?;
                     snapshot.degraded(mode != Mode::Lexical, mode != Mode::Dense)
@@ -760,7 +775,7 @@ impl Workspace {
         let reasons: Vec<String> = roots
             .iter()
             .filter_map(|root| {
-                let why = root.state.lock().ok()?.unsearched.clone()?;
+                let why = root.state.lock().ok()?.not_searched()?;
                 Some(format!("{}: {why}", root.location.root.display()))
             })
             .collect();
@@ -884,7 +899,7 @@ impl Workspace {
                 let snapshot = root.snapshot.read().ok().and_then(|s| s.clone());
                 let state = root.state.lock();
                 let (enabled, indexing, last_error, reason, unsearched) = match &state {
-                    Ok(s) => (s.enabled, s.indexing, s.last_error.clone(), s.reason.clone(), s.unsearched.clone()),
+                    Ok(s) => (s.enabled, s.indexing, s.last_error.clone(), s.reason.clone(), s.not_searched()),
                     Err(_) => (false, false, None, None, None),
                 };
                 let paused = self.is_paused().then(|| {
@@ -1180,9 +1195,29 @@ mod tests {
                 assert!(said.contains("not searched") && said.contains(named), "{said}");
                 assert!(said.contains(&format!("built with model {} (16-d)", built_with.info().id)), "{said}");
             }
-            assert!(reason.starts_with(TURNED_OFF), "{reason}");
+            assert!(
+                reason.starts_with(TURNED_OFF) && reason.ends_with("indexing is off here, so it is not rebuilt"),
+                "{reason}"
+            );
             assert!(degraded.starts_with(&dir.path().canonicalize().unwrap().display().to_string()), "{degraded}");
         }
+    }
+
+    #[test]
+    fn a_refused_index_says_what_happens_next_as_the_rebuild_goes() {
+        let state = |enabled, indexing, last_error: Option<&str>| RootState {
+            enabled,
+            indexing,
+            last_error: last_error.map(str::to_string),
+            unsearched: Some("not searched: another model".into()),
+            ..RootState::default()
+        };
+        let next = |s: RootState| s.not_searched().unwrap_or_default();
+        assert_eq!(next(state(true, true, None)), "not searched: another model; it is being rebuilt");
+        assert_eq!(next(state(true, false, None)), "not searched: another model; it is rebuilt next");
+        assert!(next(state(true, false, Some("disk full"))).ends_with("its rebuild failed (see last_error)"));
+        assert!(next(state(false, false, None)).ends_with("indexing is off here, so it is not rebuilt"));
+        assert_eq!(RootState { enabled: true, ..RootState::default() }.not_searched(), None);
     }
 
     #[test]
