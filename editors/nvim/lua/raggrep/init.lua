@@ -80,8 +80,8 @@ function M.search(query, opts)
   end
   local args = { query = query, k = opts.k or config.options.k, mode = opts.mode, path = opts.path, lang = opts.lang }
   return M.execute('raggrep.search', args, function(result)
-    -- With the `team` setting, `result.team` holds the team index's hits (other repositories).
     local title = M.search_title(query, result)
+    -- With the `team` setting, `result.team` holds the team index's hits (other repositories).
     require('raggrep.ui').show(result.results, { title = title, kind = 'search', ui = opts.ui, team = value(result.team) })
   end)
 end
