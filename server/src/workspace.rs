@@ -267,6 +267,11 @@ struct Root {
 }
 
 impl Root {
+    /// See [`RootState::not_searched`].
+    fn not_searched(&self) -> Option<String> {
+        self.state.lock().ok()?.not_searched()
+    }
+
     fn is_partial(&self) -> bool {
         let (enabled, indexing) = self.state.lock().map(|s| (s.enabled, s.indexing)).unwrap_or((false, false));
         let published = self.snapshot.read().ok().and_then(|s| s.as_deref().map(Snapshot::is_partial));
@@ -493,9 +498,10 @@ impl Workspace {
         Err(why)
     }
 
-    /// Lets queries of `root` see `snapshot` (or nothing, if another model built it).
-    fn publish(&self, root: &Root, snapshot: Snapshot, indexing: bool) {
-        let (snapshot, unsearched) = split(self.searchable(&root.location.root, snapshot, indexing));
+    /// Lets queries of `root` see what its update published (or nothing, if another model built
+    /// it: another process may publish while this one waits for the lock).
+    fn publish(&self, root: &Root, snapshot: Snapshot) {
+        let (snapshot, unsearched) = split(self.searchable(&root.location.root, snapshot, true));
         if let Ok(mut slot) = root.snapshot.write() {
             *slot = snapshot;
         }
@@ -753,32 +759,25 @@ impl Workspace {
     /// Why results in `mode` are worse than they should be (a root's lexical index unavailable,
     /// damaged vectors, its index not searched at all), root by root; `None` when all is well.
     pub fn degraded(&self, mode: Mode) -> Option<String> {
-        let Ok(roots) = self.roots.read() else { return None };
-        let reasons: Vec<String> = roots
-            .iter()
-            .filter_map(|root| {
-                let unsearched = root.state.lock().ok().and_then(|s| s.not_searched());
-                let why = unsearched.or_else(|| {
-                    let snapshot = root.snapshot.read().ok()?.clone()?;
-                    snapshot.degraded(mode != Mode::Lexical, mode != Mode::Dense)
-                })?;
-                Some(format!("{}: {why}", root.location.root.display()))
+        self.root_by_root(|root| {
+            root.not_searched().or_else(|| {
+                let snapshot = root.snapshot.read().ok()?.clone()?;
+                snapshot.degraded(mode != Mode::Lexical, mode != Mode::Dense)
             })
-            .collect();
-        (!reasons.is_empty()).then(|| reasons.join("; "))
+        })
     }
 
     /// The roots whose index is not searched at all (another model built it), and why; `None`
     /// when every root's is.
     pub fn unsearched(&self) -> Option<String> {
+        self.root_by_root(Root::not_searched)
+    }
+
+    /// `why` of each root that has something to say, as `<root>: <why>`, joined; `None` if none.
+    fn root_by_root(&self, why: impl Fn(&Root) -> Option<String>) -> Option<String> {
         let Ok(roots) = self.roots.read() else { return None };
-        let reasons: Vec<String> = roots
-            .iter()
-            .filter_map(|root| {
-                let why = root.state.lock().ok()?.not_searched()?;
-                Some(format!("{}: {why}", root.location.root.display()))
-            })
-            .collect();
+        let reasons: Vec<String> =
+            roots.iter().filter_map(|root| Some(format!("{}: {}", root.location.root.display(), why(root)?))).collect();
         (!reasons.is_empty()).then(|| reasons.join("; "))
     }
 
@@ -983,10 +982,9 @@ impl Workspace {
                     // A new generation is published (lexical search and the chunk list first,
                     // then more embeddings every few seconds; or by another process while this
                     // one waits for the lock): let queries see it.
-                    // (Another process may have published another model's index.)
                     let current = root.snapshot.read().ok().and_then(|s| s.clone());
                     if let Ok(snapshot) = Snapshot::open_reusing(&root.location, current.as_deref()) {
-                        self.publish(root, snapshot, true);
+                        self.publish(root, snapshot);
                     }
                 }
                 events.progress(&root_path, &p);
@@ -1006,7 +1004,7 @@ impl Workspace {
         };
         let current = root.snapshot.read().ok().and_then(|s| s.clone());
         match Snapshot::open_reusing(&root.location, current.as_deref()) {
-            Ok(snapshot) => self.publish(root, snapshot, true),
+            Ok(snapshot) => self.publish(root, snapshot),
             Err(err) => tracing::warn!(root = %root_path.display(), "cannot open the index after updating: {err}"),
         }
         let budget_full = matches!(&outcome, Ok(stats) if stats.skipped_files > 0)
