@@ -276,15 +276,20 @@ impl Assets {
     /// The model's id, as its embedder reports it (without loading the network, unless it has
     /// no metadata and its weights must be hashed).
     pub fn model_id(&self) -> Result<String, AssetError> {
-        match self.metadata()? {
-            Some(metadata) => Ok(metadata.id),
+        self.model_id_from(self.metadata()?.as_ref())
+    }
+
+    /// [`Assets::model_id`] from metadata already read.
+    pub(crate) fn model_id_from(&self, metadata: Option<&ModelMetadata>) -> Result<String, AssetError> {
+        match metadata {
+            Some(metadata) => Ok(metadata.id.clone()),
             None => self.derived_model_id(),
         }
     }
 
     /// A stable id for a model without metadata: its directory name and a hash of its weights,
     /// so two different models never share cached embeddings.
-    pub(crate) fn derived_model_id(&self) -> Result<String, AssetError> {
+    fn derived_model_id(&self) -> Result<String, AssetError> {
         let path = self.model_path();
         let bytes =
             fs::read(&path).map_err(|e| AssetError::BadMetadata { path: path.clone(), message: e.to_string() })?;

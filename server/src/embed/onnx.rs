@@ -148,10 +148,7 @@ impl OnnxEmbedder {
                 message: "cannot tell the embedding dimension from the model's output".into(),
             })?,
         };
-        let id = match &metadata {
-            Some(m) => m.id.clone(),
-            None => assets.derived_model_id()?,
-        };
+        let id = assets.model_id_from(metadata.as_ref())?;
         let max_tokens =
             metadata.as_ref().and_then(|m| m.max_tokens).map_or(options.max_tokens, |m| m.min(options.max_tokens));
         let query_model = match options.query_encoder {
