@@ -480,23 +480,35 @@ fn enabled_model_dir_and_memory_budget_settings() {
     assert_eq!(search["results"][0]["symbol"], "matmul", "{search}");
     assert_eq!(client.shutdown_and_exit(), 0);
 
-    // That index belongs to the plain model: a server of the default model does not answer from
-    // it (its query vectors would meet the other model's by noise). With indexing off it is
-    // never rebuilt, so nothing is searched.
+    // That index belongs to the plain model: a server of the default model searches only its
+    // words (its vectors would meet this model's query vectors by noise). With indexing off it
+    // is never rebuilt, so it stays that way, and every answer says so.
     let mut client = Client::start(env!("CARGO_BIN_EXE_raggrep"), &alpha);
     initialize(&mut client, &alpha, json!({"enabled": false}));
-    // The empty answer says why, or it would read as "no such code".
-    let search = client.command("raggrep.search", json!({"query": "multiply two matrices", "k": 3}));
-    assert_eq!(search["results"], json!([]), "{search}");
+    let search = client.command("raggrep.search", json!({"query": "matmul", "k": 3}));
+    assert_eq!(search["results"][0]["symbol"], "matmul", "{search}");
     let degraded = search["degraded"].as_str().unwrap_or_default();
-    assert!(degraded.contains("not searched") && degraded.contains("all-minilm-l6-v2-int8"), "{search}");
-    let context = client.command("raggrep.context", json!({"query": "multiply two matrices"}));
-    assert_eq!(context["sources"], json!([]), "{context}");
+    assert!(degraded.contains("searched by words only") && degraded.contains("all-minilm-l6-v2-int8"), "{search}");
+    let context = client.command("raggrep.context", json!({"query": "matmul"}));
+    assert!(context["sources"][0].as_str().is_some_and(|s| s.starts_with("lib/matrix.c:")), "{context}");
     assert_eq!(context["degraded"], search["degraded"], "{context}");
+    // By meaning it is not searched at all: an empty answer that says why.
+    let dense = client.command("raggrep.search", json!({"query": "multiply two matrices", "k": 3, "mode": "dense"}));
+    assert_eq!(dense["results"], json!([]), "{dense}");
+    let degraded = dense["degraded"].as_str().unwrap_or_default();
+    assert!(degraded.contains("not searched") && degraded.contains("all-minilm-l6-v2-int8"), "{dense}");
+    let lexical = client.command("raggrep.search", json!({"query": "matmul", "k": 3, "mode": "lexical"}));
+    assert!(lexical["degraded"].is_null() && lexical["results"][0]["symbol"] == "matmul", "{lexical}");
     let status = client.command("raggrep.status", json!({}));
-    assert!(status["chunks"].is_null(), "no index to search: {status}");
+    assert_eq!(status["model"], "all-minilm-l6-v2-int8", "the index it searches: {status}");
     let reason = status["reason"].as_str().unwrap_or_default();
-    assert!(reason.contains("turned off") && reason.contains("built with model all-minilm-l6-v2-int8"), "{status}");
+    assert!(
+        reason.contains("turned off")
+            && reason.contains("searched by words only")
+            && reason.contains("built with model all-minilm-l6-v2-int8")
+            && reason.ends_with("indexing is off here, so it is not rebuilt"),
+        "{status}"
+    );
     assert_eq!(client.shutdown_and_exit(), 0);
 
     // With indexing on, the server rebuilds it with its own model; then it answers, and neither

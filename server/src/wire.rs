@@ -382,10 +382,6 @@ pub struct SymbolDefinitions {
     pub name: String,
     pub definitions: Vec<SymbolDefinition>,
     pub partial: bool,
-    /// Roots whose index is not searched (another model built it), and why: their definitions
-    /// are missing.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub degraded: Option<String>,
     /// Definitions beyond the listed ones.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub omitted: Option<usize>,
@@ -931,7 +927,6 @@ mod tests {
                 root: None,
             }],
             partial: false,
-            degraded: None,
             omitted: Some(4),
         };
         insta::assert_json_snapshot!("symbols", symbols);

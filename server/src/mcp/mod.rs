@@ -756,7 +756,7 @@ impl RaggrepMcp {
     }
 
     #[tool(
-        description = "Where a named symbol is defined: exact, case-sensitive match on the name or qualified name over the index (no embedding). Returns definitions with location (path:start-end), kind and qualified symbol, and partial (indexing still running); degraded names the roots whose index is not searched (another model built it) when there are any."
+        description = "Where a named symbol is defined: exact, case-sensitive match on the name or qualified name over the index (no embedding). Returns definitions with location (path:start-end), kind and qualified symbol, and partial (indexing still running). Symbols do not depend on the model: an index another model built answers too."
     )]
     async fn find_symbol(&self, Parameters(args): Parameters<FindSymbolArgs>) -> Result<CallToolResult, ErrorData> {
         let result = async {
@@ -782,7 +782,6 @@ impl RaggrepMcp {
                     name,
                     definitions,
                     partial: ws.is_partial(),
-                    degraded: ws.unsearched(),
                     omitted: (total > MAX_SYMBOLS).then(|| total - MAX_SYMBOLS),
                 };
                 Ok(success(response))
@@ -793,7 +792,7 @@ impl RaggrepMcp {
     }
 
     #[tool(
-        description = "Index status per workspace root (roots; the first root's fields are repeated at the top level): files, chunks, embedded and pending chunks, whether indexing is running (partial), the model, the last error, and reason: why indexing is off or limited, or why the index on disk is not searched (another model built it)."
+        description = "Index status per workspace root (roots; the first root's fields are repeated at the top level): files, chunks, embedded and pending chunks, whether indexing is running (partial), the model, the last error, and reason: why indexing is off or limited, or why the index on disk is searched by words only (another model built its vectors: lexical search and symbols answer, meaning and similarity do not, until it is rebuilt)."
     )]
     async fn status(&self) -> Result<CallToolResult, ErrorData> {
         let result = self.blocking(|ws| Ok(success(wire::StatusResponse::new(ws.status())))).await;
