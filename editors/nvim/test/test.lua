@@ -63,9 +63,10 @@ local ok_run, err_run = xpcall(function()
   check('setup rejects a bad setting', not pcall(raggrep.setup, { settings = { logLevel = 'loud' } }))
   check('setup rejects an unknown option', not pcall(raggrep.setup, { bogus = true }))
   check('setup rejects a bad ui', not pcall(raggrep.setup, { ui = 'nope' }))
-  -- The server's `degraded` (here: a root whose index another model built, as workspace.rs says
-  -- it) is in the list's title, so an empty answer says why; JSON null says nothing.
-  local refused = '/work/app: not searched: its index was built with model all-minilm-l6-v2-int8 (384-d) and this server embeds with all-minilm-l6-v2-code2-int8 (384-d); it is being rebuilt'
+  -- The server's `degraded` (here: a root whose index another model built, searched by its words
+  -- only, as workspace.rs says it) is in the list's title, so an empty answer says why; JSON null
+  -- says nothing.
+  local refused = '/work/app: searched by words only: its index was built with model all-minilm-l6-v2-int8 (384-d) and this server embeds with all-minilm-l6-v2-code2-int8 (384-d); it is being rebuilt'
   local title = raggrep.search_title('parse a date', { results = {}, partial = true, degraded = refused })
   check('the search title says why nothing was searched',
     title == 'raggrep: parse a date (index still building) (degraded: ' .. refused .. ')', title)

@@ -56,7 +56,7 @@ export interface SearchResult {
   took_ms?: number;
   partial?: boolean;
   /** Why the ranking is worse than usual, root by root: part of an index damaged, or an index
-   * of another model not searched until it is rebuilt. */
+   * of another model searched by its words only until it is rebuilt. */
   degraded?: string | null;
   /** Calibrated probability that the first 5 results hold the answer (default search only). */
   confidence?: number;
@@ -378,7 +378,7 @@ export function teamRows(team: TeamSection | null | undefined): TeamRow[] {
 }
 
 /** Why a search found nothing, when the server knows more than "nothing matches": the
- * server's `degraded` (say, an index of another model not searched yet), or an index still
+ * server's `degraded` (say, an index of another model searched by its words only), or an index still
  * being built. */
 export function noResultsDetail(result: SearchResult | undefined): string | undefined {
   if (typeof result?.degraded === 'string' && result.degraded !== '') {

@@ -96,8 +96,9 @@ function M.search_title(query, result)
   if value(result.no_confident_match) == true and #(value(result.results) or {}) > 0 then
     title = title .. ' (no confident match: closest code)'
   end
-  -- Why the ranking is worse than usual, or why a root answered nothing (an index of another
-  -- model, not searched until it is rebuilt): an empty list must not read as "nothing matches".
+  -- Why the ranking is worse than usual (part of an index damaged, or one another model built,
+  -- searched by its words only until it is rebuilt): an empty list must not read as "nothing
+  -- matches".
   local degraded = value(result.degraded)
   if type(degraded) == 'string' and degraded ~= '' then
     title = title .. ' (degraded: ' .. degraded .. ')'

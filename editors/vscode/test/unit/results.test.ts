@@ -137,7 +137,7 @@ test('search titles say how many, how fast, and whether the index is still build
 
 test('search: the server\'s degraded is said in the title and explains an empty answer', () => {
   // As the server sends it for a root whose index another model built (workspace.rs).
-  const refused = '/work/app: not searched: its index was built with model all-minilm-l6-v2-int8 (384-d) and this server embeds with all-minilm-l6-v2-code2-int8 (384-d); it is being rebuilt';
+  const refused = '/work/app: searched by words only: its index was built with model all-minilm-l6-v2-int8 (384-d) and this server embeds with all-minilm-l6-v2-code2-int8 (384-d); it is being rebuilt';
   const empty = { results: [], partial: true, degraded: refused };
   assert.equal(searchTitle(empty), `raggrep: Semantic Search — 0 results (index still building) — degraded: ${refused}`);
   assert.equal(noResultsDetail(empty), refused, 'the reason outranks "still being built"');
