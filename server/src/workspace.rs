@@ -771,6 +771,11 @@ impl Workspace {
             };
         }
         all.sort_by(|a, b| b.hit.score.total_cmp(&a.hit.score));
+        // The calibration knows rankings of one kind: a list mixed with words-only hits is not
+        // one it was fitted on, so no claim is made about it.
+        if !by_words.is_empty() {
+            confidence = None;
+        }
         let mut hits = interleave(all, by_words);
         hits.truncate(query.k);
         Ok(Found { hits, confidence })
@@ -1265,6 +1270,11 @@ mod tests {
         let twice = open_with(Arc::new(crate::embed::FakeEmbedder::new(32)), &[ours.path(), theirs.path()]);
         assert_eq!(roots_found(&twice, Mode::Hybrid), [ours_root.clone(), root.clone()]);
         assert_eq!(roots_found(&twice, Mode::Dense), [ours_root]);
+        // The calibration never saw such a mixed list: no confidence is claimed for it.
+        let confident =
+            |workspace: &Workspace| workspace.find(&Query { k: 5, ..Query::new("alpha") }).unwrap().confidence;
+        assert!(confident(&open_with(Arc::new(crate::embed::FakeEmbedder::new(32)), &[ours.path()])).is_some());
+        assert!(confident(&twice).is_none());
         let hybrid = twice.degraded(Mode::Hybrid).unwrap_or_default();
         assert!(
             hybrid.starts_with(&format!("{}: {BY_WORDS_ONLY}", root.display())) && !hybrid.contains("; /"),
