@@ -521,6 +521,11 @@ fn an_index_of_the_previous_default_model_answers_by_name_and_index_rebuilds_it(
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
     assert!(stderr.contains(PREVIOUS) && stderr.contains("raggrep index"), "{stderr}");
+    assert!(stderr.contains(&format!("--model {PREVIOUS}")) && stderr.contains("--mode lexical"), "{stderr}");
+    // Its words do not depend on the model: lexical mode answers from it as it is.
+    let words: Value =
+        serde_json::from_slice(&ws.ok(&["query", "--json", "--mode", "lexical", symbol]).stdout).unwrap();
+    assert!(has_hit(&words, path, symbol), "{:?}", hits(&words));
     // Status says the same before a query is tried, and not when --model names the index's model.
     let status: Value = serde_json::from_slice(&ws.ok(&["status", "--json"]).stdout).unwrap();
     let mismatch = status["model_mismatch"].as_str().unwrap_or_default();

@@ -892,7 +892,7 @@ mod tests {
                 index: stats(),
                 model_mismatch: Some(
                     "queries embed with all-minilm-l6-v2-code2-int8: `raggrep query` refuses this index until \
-                     `raggrep index` rebuilds it (or pass --model all-minilm-l6-v2-int8)"
+                     `raggrep index` rebuilds it (or pass --model all-minilm-l6-v2-int8; `--mode lexical` searches its words meanwhile)"
                         .into()
                 ),
             }

@@ -690,7 +690,7 @@ fn model_mismatch(stats: &index::IndexStats, model: Option<&str>, ort: Option<&P
     (queried_with != stats.model).then(|| {
         format!(
             "queries embed with {queried_with}: `raggrep query` refuses this index until `raggrep index` rebuilds it \
-             (or pass --model {})",
+             (or pass --model {}; `--mode lexical` searches its words meanwhile)",
             stats.model
         )
     })

@@ -80,7 +80,7 @@ pub enum IndexError {
     #[error(transparent)]
     Walk(#[from] crate::walk::WalkError),
     #[error(
-        "the index was built with model {index} ({index_dim}-d) but the embedder is {embedder} ({embedder_dim}-d); run `raggrep index` to rebuild"
+        "the index was built with model {index} ({index_dim}-d) but the embedder is {embedder} ({embedder_dim}-d); run `raggrep index` to rebuild it, or search its words alone with `--mode lexical`, or embed with its model with `--model {index}`"
     )]
     ModelMismatch { index: String, index_dim: usize, embedder: String, embedder_dim: usize },
 }
