@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Would gradient-boosted trees over the engine's fusion features rank better than the shipped
+linear fusion? An offline probe on feature dumps (issue 16); nothing here is shipped.
+
+    python tree_probe.py --train FUSION_DUMP --report NAME=DUMP[:SPLIT] ... [--seeds 5]
+
+FUSION_DUMP is the fusion data's dump (`cargo test --bench retrieval -- --data
+~/.cache/raggrep/training/fusion/retrieval --no-baseline --foreign --dump-features F`): its
+`train` rows fit everything, its `validation` rows are reported as `fval` and choose the linear
+control's epoch, as `fit_fusion.py` does. Each --report is held out of every fit; SPLIT picks its
+rows (`validation`, `heldout`; none for the benchmark's TUNE dump).
+
+Three rankers, each scored on the same dumps:
+- the shipped linear fusion (server/src/search/learned_fusion.json);
+- the linear fusion refitted on these dumps (`fit_fusion.train`, its defaults): the control,
+  since the shipped weights were fitted on another document model's scores;
+- LambdaMART trees (LightGBM, 7 leaves, learning rate 0.05, 250 rounds, at least 50 candidates a
+  leaf, the sum of --seeds seeded ensembles). The round count was read off early stopping on
+  three training packages held out of the fit, never off a reported set.
+
+Prints each ranker's chunk R@5 / MRR@10 / file R@1 per set, and paired 95 % bootstrap intervals
+(2,000 draws) of the trees against both linear rankers, per set and pooled over every reported
+set. Needs `lightgbm` (PyPI) beside numpy; it is not part of any set-up script.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import fit_fusion as ff  # noqa: E402
+
+
+def rows(path: str, split: str | None) -> list[dict]:
+    return [it for it in ff.prepare(ff.load(path)) if it["split"] == split and it["X"] is not None]
+
+
+def outcomes(items, score) -> np.ndarray:
+    """Per query: R@5 hit, reciprocal rank within 10, file R@1 hit."""
+    r = ff.ranks(items, score)
+    return np.stack([r[:, 0] < 5, np.where(r[:, 0] < 10, 1.0 / (r[:, 0] + 1), 0.0), r[:, 1] < 1], 1).astype(float)
+
+
+def summary(o: np.ndarray) -> str:
+    return f"{100 * o[:, 0].mean():.1f} / {o[:, 1].mean():.3f} / {100 * o[:, 2].mean():.1f}"
+
+
+def paired(base: np.ndarray, cand: np.ndarray, rng: np.random.Generator) -> str:
+    d = cand - base
+    n = len(d)
+    boot = np.array([d[rng.integers(0, n, n)].mean(0) for _ in range(2000)])
+    lo, hi = np.percentile(boot, [2.5, 97.5], axis=0)
+    m = d.mean(0)
+    return (f"R@5 {100 * m[0]:+.1f} [{100 * lo[0]:+.1f}, {100 * hi[0]:+.1f}]  MRR@10 {m[1]:+.3f} "
+            f"[{lo[1]:+.3f}, {hi[1]:+.3f}]  file R@1 {100 * m[2]:+.1f} [{100 * lo[2]:+.1f}, {100 * hi[2]:+.1f}]"
+            f"  R@5 changed on {int((d[:, 0] != 0).sum())}")
+
+
+def main() -> int:
+    import lightgbm as lgb
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--train", required=True)
+    ap.add_argument("--report", action="append", default=[], help="NAME=DUMP[:SPLIT]")
+    ap.add_argument("--seeds", type=int, default=5)
+    args = ap.parse_args()
+
+    train = rows(args.train, "train")
+    sets = {"fval": rows(args.train, "validation")}
+    for spec in args.report:
+        name, _, rest = spec.partition("=")
+        path, _, split = rest.partition(":")
+        sets[name] = rows(path, split or None)
+
+    shipped = ff.shipped_scorer()
+    P, mu, sd, epoch = ff.train(train, sets["fval"], 400, 0.05, 1e-3, 16, lambda _: None)
+
+    def refit(X):
+        return ff.forward((X - mu) / sd, P)[0]
+
+    X = np.vstack([it["X"] for it in train])
+    y = np.concatenate([it["pos"].astype(int) for it in train])
+    groups = [len(it["X"]) for it in train]
+    boosters = [
+        lgb.train(dict(objective="lambdarank", num_leaves=7, learning_rate=0.05, min_child_samples=50,
+                       feature_fraction=0.9, bagging_fraction=0.8, bagging_freq=1, seed=seed, verbose=-1,
+                       lambdarank_truncation_level=20, num_threads=1),
+                  lgb.Dataset(X, y, group=groups), 250)
+        for seed in range(args.seeds)
+    ]
+
+    def trees(X):
+        return sum(b.predict(X) for b in boosters)
+
+    rng = np.random.default_rng(0)
+    print(f"{len(train)} training queries; the linear refit's epoch (chosen on fval): {epoch}")
+    pooled = {"shipped": [], "refit": [], "trees": []}
+    for name, items in sets.items():
+        o = {"shipped": outcomes(items, shipped), "refit": outcomes(items, refit), "trees": outcomes(items, trees)}
+        for k, v in o.items():
+            pooled[k].append(v)
+        print(f"{name} ({len(items)}): shipped {summary(o['shipped'])} | refit {summary(o['refit'])} | "
+              f"trees {summary(o['trees'])}")
+        print(f"  trees vs shipped: {paired(o['shipped'], o['trees'], rng)}")
+        print(f"  trees vs refit:   {paired(o['refit'], o['trees'], rng)}")
+    stacked = {k: np.vstack(v) for k, v in pooled.items()}
+    print(f"pooled ({len(stacked['trees'])}): trees vs shipped: {paired(stacked['shipped'], stacked['trees'], rng)}")
+    print(f"pooled: trees vs refit: {paired(stacked['refit'], stacked['trees'], rng)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
