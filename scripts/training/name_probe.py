@@ -108,6 +108,9 @@ def main() -> None:
     ap.add_argument("--names-with", choices=["document", "query"], default="document")
     ap.add_argument("--seeds", default="16")
     ap.add_argument("--epochs", type=int, default=400)
+    ap.add_argument("--trees", type=int, default=0,
+                    help="also fit tree_probe.py's trees (this many seeds summed) with and without the "
+                         "name features, against the shipped linear fusion (needs lightgbm)")
     args = ap.parse_args()
 
     sets = {"fusion": load_set(args.fusion, args.raggrep)}
@@ -141,6 +144,34 @@ def main() -> None:
     for name, (base, other) in first.items():
         paired = compare_dumps.paired(other - base, 2000, np.random.default_rng(0))
         print(f"{name}, name features against none (first seed): {paired}")
+    if args.trees:
+        compare_trees(train, measured, args.trees)
+
+
+def compare_trees(train: list[dict], measured: dict, seeds: int) -> None:
+    """tree_probe.py's trees with and without the name features, per set and pooled, against
+    each other and against the shipped linear fusion."""
+    import tree_probe as tp
+
+    def view(items, key):
+        return [dict(it, X=it.get(key, it["X"])) for it in items]
+
+    shipped = ff.shipped_scorer()
+    plain, named = tp.fit_trees(view(train, "X"), seeds), tp.fit_trees(view(train, "X_names"), seeds)
+    rng = np.random.default_rng(0)
+    pooled = {"shipped": [], "trees": [], "trees + names": []}
+    for name, its in measured.items():
+        o = {"shipped": tp.outcomes(view(its, "X"), shipped), "trees": tp.outcomes(view(its, "X"), plain),
+             "trees + names": tp.outcomes(view(its, "X_names"), named)}
+        for k, v in o.items():
+            pooled[k].append(v)
+        print(f"{name}: " + " | ".join(f"{k} {tp.summary(v)}" for k, v in o.items()))
+        print(f"  trees + names vs trees:   {tp.paired(o['trees'], o['trees + names'], rng)}")
+        print(f"  trees + names vs shipped: {tp.paired(o['shipped'], o['trees + names'], rng)}")
+    stacked = {k: np.vstack(v) for k, v in pooled.items()}
+    print(f"pooled ({len(stacked['trees'])}): trees + names vs trees: "
+          f"{tp.paired(stacked['trees'], stacked['trees + names'], rng)}")
+    print(f"pooled: trees + names vs shipped: {tp.paired(stacked['shipped'], stacked['trees + names'], rng)}")
 
 
 if __name__ == "__main__":

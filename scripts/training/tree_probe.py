@@ -60,9 +60,25 @@ def paired(base: np.ndarray, cand: np.ndarray, rng: np.random.Generator) -> str:
             f"  R@5 changed on {int((d[:, 0] != 0).sum())}")
 
 
-def main() -> int:
+def fit_trees(items: list[dict], seeds: int):
+    """The sum of `seeds` LambdaMART ensembles fitted on `items` (fit_fusion.prepare's, with
+    "X"): a scorer of a candidate matrix, as fit_fusion's scorers are."""
     import lightgbm as lgb
 
+    X = np.vstack([it["X"] for it in items])
+    y = np.concatenate([it["pos"].astype(int) for it in items])
+    groups = [len(it["X"]) for it in items]
+    boosters = [
+        lgb.train(dict(objective="lambdarank", num_leaves=7, learning_rate=0.05, min_child_samples=50,
+                       feature_fraction=0.9, bagging_fraction=0.8, bagging_freq=1, seed=seed, verbose=-1,
+                       lambdarank_truncation_level=20, num_threads=1),
+                  lgb.Dataset(X, y, group=groups), 250)
+        for seed in range(seeds)
+    ]
+    return lambda X: sum(b.predict(X) for b in boosters)
+
+
+def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--train", required=True)
     ap.add_argument("--report", action="append", default=[], help="NAME=DUMP[:SPLIT]")
@@ -82,20 +98,7 @@ def main() -> int:
     def refit(X):
         return ff.forward((X - mu) / sd, P)[0]
 
-    X = np.vstack([it["X"] for it in train])
-    y = np.concatenate([it["pos"].astype(int) for it in train])
-    groups = [len(it["X"]) for it in train]
-    boosters = [
-        lgb.train(dict(objective="lambdarank", num_leaves=7, learning_rate=0.05, min_child_samples=50,
-                       feature_fraction=0.9, bagging_fraction=0.8, bagging_freq=1, seed=seed, verbose=-1,
-                       lambdarank_truncation_level=20, num_threads=1),
-                  lgb.Dataset(X, y, group=groups), 250)
-        for seed in range(args.seeds)
-    ]
-
-    def trees(X):
-        return sum(b.predict(X) for b in boosters)
-
+    trees = fit_trees(train, args.seeds)
     rng = np.random.default_rng(0)
     print(f"{len(train)} training queries; the linear refit's epoch (chosen on fval): {epoch}")
     pooled = {"shipped": [], "refit": [], "trees": []}
