@@ -205,6 +205,10 @@ fn mcp_searches_an_index_of_another_model_by_words_until_it_is_rebuilt() {
     let degraded = by_words["degraded"].as_str().unwrap_or_default();
     assert!(degraded.contains("searched by words only") && degraded.contains("all-minilm-l6-v2-int8"), "{by_words}");
     assert_eq!(by_words["partial"], true, "{by_words}");
+    // Words-only candidates are not reranked, and the answer does not claim they were.
+    let asked = session.structured("search", json!({ "query": "validate_token", "k": 5, "rerank": true }));
+    assert_eq!(asked["results"][0]["symbol"], "validate_token", "{asked}");
+    assert!(asked.get("reranked_by").is_none_or(serde_json::Value::is_null), "{asked}");
     let context = session.structured("context", json!({ "question": "validate_token" }));
     assert!(context["sources"][0].as_str().is_some_and(|s| s.starts_with("src/auth.py:")), "{context}");
     assert_eq!(context["degraded"], by_words["degraded"], "{context}");
@@ -240,6 +244,8 @@ fn mcp_searches_an_index_of_another_model_by_words_until_it_is_rebuilt() {
         std::thread::sleep(Duration::from_millis(200));
     };
     assert_eq!(rebuilt["results"][0]["symbol"], "validate_token", "{rebuilt}");
+    let reranked = session.structured("search", json!({ "query": "validate_token", "k": 5, "rerank": true }));
+    assert_eq!(reranked["reranked_by"], "all-minilm-l6-v2-rerank-int8", "{reranked}");
     let similar = session
         .structured("find_similar", json!({ "code": "def validate_token(store, token):\n    return token in store" }));
     assert!(similar["degraded"].is_null() && similar["results"].as_array().is_some_and(|r| !r.is_empty()), "{similar}");

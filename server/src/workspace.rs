@@ -238,6 +238,9 @@ pub struct RootStatus {
 pub struct Found {
     pub hits: Vec<RootHit>,
     pub confidence: Option<search::Confidence>,
+    /// The reranker that re-sorted some root's candidates (a root searched by words only is
+    /// not reranked).
+    pub reranked_by: Option<String>,
 }
 
 /// A hit with the root it comes from.
@@ -647,11 +650,6 @@ impl Workspace {
         self.overlays.remove(&canonical_or_parent(path));
     }
 
-    /// The id of the reranker a `rerank` query uses, if one is installed.
-    pub fn reranker_id(&self) -> Option<String> {
-        self.embedder.reranker().ok().map(|r| r.id().to_string())
-    }
-
     /// Searches every root; hits are merged by score.
     pub fn find(&self, query: &Query) -> Result<Found, SearchError> {
         let started = Instant::now();
@@ -721,13 +719,14 @@ impl Workspace {
                     hit
                 })
                 .collect();
-            return Ok(Found { hits, confidence: None });
+            return Ok(Found { hits, confidence: None, reranked_by: None });
         }
         let mut all: Vec<RootHit> = Vec::new();
         // Roots searched by words only, each list in its own order: BM25 scores do not compare
         // with the others' (probabilities), so they are merged by rank below.
         let mut by_words: Vec<Vec<RootHit>> = Vec::new();
         let mut confidence: Option<search::Confidence> = None;
+        let mut reranked = false;
         let words_only = Query { mode: Mode::Lexical, rerank: false, ..query.clone() };
         for (root, snapshot) in snapshots {
             let excluded = |c: &index::ChunkRef<'_>| match exclude {
@@ -748,6 +747,7 @@ impl Workspace {
             let ranked_apart = other_model && query.mode == Mode::Hybrid;
             let (query, vector, reranker) =
                 if other_model { (&words_only, None, None) } else { (query, vector, reranker) };
+            reranked |= reranker.is_some();
             // Each root reranks its own best candidates: reranked scores are learned scores
             // too, absolute, so they merge by score below.
             let results = search::search_with(
@@ -778,7 +778,7 @@ impl Workspace {
         }
         let mut hits = interleave(all, by_words);
         hits.truncate(query.k);
-        Ok(Found { hits, confidence })
+        Ok(Found { hits, confidence, reranked_by: reranker.filter(|_| reranked).map(|r| r.id().to_string()) })
     }
 
     /// Why results in `mode` are worse than they should be (a root's lexical index unavailable,
@@ -878,7 +878,7 @@ impl Workspace {
     pub fn context(&self, question: &str, max_tokens: usize) -> Result<Context, SearchError> {
         let started = Instant::now();
         let query = Query { k: 30, ..Query::new(question) };
-        let Found { hits, confidence } = self.find(&query)?;
+        let Found { hits, confidence, .. } = self.find(&query)?;
         let snippets = hits.into_iter().map(|RootHit { root, hit }| {
             let body = self.read_lines(&crate::walk::resolve(&root, &hit.path), hit.start_line, hit.end_line);
             crate::ask::Snippet::from_hit(hit, body)

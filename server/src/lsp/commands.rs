@@ -83,7 +83,7 @@ pub(super) async fn execute_command(backend: &Backend, params: ExecuteCommandPar
                 .blocking(move |ws| {
                     let found = ws.find(&query)?;
                     let team = super::team::section(&state.team, &ws, &query);
-                    let reranked_by = query.rerank.then(|| ws.reranker_id()).flatten();
+                    let reranked_by = found.reranked_by.clone();
                     Ok((found, ws.is_partial(), ws.degraded(query.mode), reranked_by, team))
                 })
                 .await?;

@@ -632,7 +632,7 @@ impl RaggrepMcp {
                 results: Vec::new(),
                 budget: Some(wire::Budget { tokens: 0, omitted: 0 }),
                 k_capped: capped.map(|asked| format!("k {asked} was capped at {MAX_K}")),
-                reranked_by: query.rerank.then(|| ws.reranker_id()).flatten(),
+                reranked_by: found.reranked_by.clone(),
                 confidence: found.confidence.map(wire::Confidence::from),
                 team: None,
             };
