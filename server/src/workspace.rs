@@ -492,22 +492,21 @@ impl Workspace {
         }
     }
 
-    /// Logs an index whose vectors another model built: until it is rebuilt, searches use its
-    /// words only ([`other_model`]). `indexing`: whether this server will rebuild it.
-    fn log_other_model(&self, root: &Path, snapshot: &Snapshot, indexing: bool) {
-        if let Some(why) = other_model(snapshot, self.embedder.info()) {
-            let then = if indexing { "it is rebuilt next" } else { "indexing is off here, so it is not rebuilt" };
-            tracing::warn!(root = %root.display(), "{BY_WORDS_ONLY}: {why}; {then}");
+    /// Logs a root whose published index another model built: until it is rebuilt, searches
+    /// use its words only. Said as status says it ([`Root::other_model`]).
+    fn log_other_model(&self, root: &Root) {
+        if let Some(why) = root.other_model(self.embedder.info()) {
+            tracing::warn!(root = %root.location.root.display(), "{BY_WORDS_ONLY}: {why}");
         }
     }
 
     /// Lets queries of `root` see what its update published (another process may publish an
     /// index of another model while this one waits for the lock: it is searched by words only).
     fn publish(&self, root: &Root, snapshot: Snapshot) {
-        self.log_other_model(&root.location.root, &snapshot, true);
         if let Ok(mut slot) = root.snapshot.write() {
             *slot = Some(Arc::new(snapshot));
         }
+        self.log_other_model(root);
     }
 
     /// Queues a full update of every root (the user asked for it).
@@ -534,10 +533,7 @@ impl Workspace {
             return Ok(());
         }
         let snapshot = match Snapshot::open(&location) {
-            Ok(snapshot) => {
-                self.log_other_model(&location.root, &snapshot, index);
-                Some(Arc::new(snapshot))
-            }
+            Ok(snapshot) => Some(Arc::new(snapshot)),
             Err(IndexError::Missing(_)) => None,
             Err(err) => {
                 tracing::warn!(root = %location.root.display(), "{err}; it will be rebuilt");
@@ -557,6 +553,7 @@ impl Workspace {
             }),
             indexed_buffers: AtomicBool::new(false),
         });
+        self.log_other_model(&root);
         if let Ok(mut roots) = self.roots.write() {
             roots.push(root);
         }

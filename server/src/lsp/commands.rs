@@ -79,12 +79,11 @@ pub(super) async fn execute_command(backend: &Backend, params: ExecuteCommandPar
             };
             let started = std::time::Instant::now();
             let state = backend.state.clone();
-            let (found, partial, degraded, reranked_by, team) = backend
+            let (found, partial, degraded, team) = backend
                 .blocking(move |ws| {
                     let found = ws.find(&query)?;
                     let team = super::team::section(&state.team, &ws, &query);
-                    let reranked_by = found.reranked_by.clone();
-                    Ok((found, ws.is_partial(), ws.degraded(query.mode), reranked_by, team))
+                    Ok((found, ws.is_partial(), ws.degraded(query.mode), team))
                 })
                 .await?;
             reply(wire::SearchResponse {
@@ -95,7 +94,7 @@ pub(super) async fn execute_command(backend: &Backend, params: ExecuteCommandPar
                 results: found.hits.iter().map(to_proto::hit).collect(),
                 budget: None,
                 k_capped: None,
-                reranked_by,
+                reranked_by: found.reranked_by,
                 confidence: found.confidence.map(wire::Confidence::from),
                 team,
             })
