@@ -161,8 +161,9 @@ def compare_trees(train: list[dict], measured: dict, seeds: int) -> None:
     rng = np.random.default_rng(0)
     pooled = {"shipped": [], "trees": [], "trees + names": []}
     for name, its in measured.items():
-        o = {"shipped": tp.outcomes(view(its, "X"), shipped), "trees": tp.outcomes(view(its, "X"), plain),
-             "trees + names": tp.outcomes(view(its, "X_names"), named)}
+        o = {"shipped": compare_dumps.outcomes(view(its, "X"), shipped),
+             "trees": compare_dumps.outcomes(view(its, "X"), plain),
+             "trees + names": compare_dumps.outcomes(view(its, "X_names"), named)}
         for k, v in o.items():
             pooled[k].append(v)
         print(f"{name}: " + " | ".join(f"{k} {tp.summary(v)}" for k, v in o.items()))

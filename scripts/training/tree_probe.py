@@ -32,6 +32,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import compare_dumps as cd  # noqa: E402
 import fit_fusion as ff  # noqa: E402
 
 
@@ -39,25 +40,14 @@ def rows(path: str, split: str | None) -> list[dict]:
     return [it for it in ff.prepare(ff.load(path)) if it["split"] == split and it["X"] is not None]
 
 
-def outcomes(items, score) -> np.ndarray:
-    """Per query: R@5 hit, reciprocal rank within 10, file R@1 hit."""
-    r = ff.ranks(items, score)
-    return np.stack([r[:, 0] < 5, np.where(r[:, 0] < 10, 1.0 / (r[:, 0] + 1), 0.0), r[:, 1] < 1], 1).astype(float)
-
-
 def summary(o: np.ndarray) -> str:
+    """compare_dumps.outcomes rows as chunk R@5 / MRR@10 / file R@1."""
     return f"{100 * o[:, 0].mean():.1f} / {o[:, 1].mean():.3f} / {100 * o[:, 2].mean():.1f}"
 
 
 def paired(base: np.ndarray, cand: np.ndarray, rng: np.random.Generator) -> str:
-    d = cand - base
-    n = len(d)
-    boot = np.array([d[rng.integers(0, n, n)].mean(0) for _ in range(2000)])
-    lo, hi = np.percentile(boot, [2.5, 97.5], axis=0)
-    m = d.mean(0)
-    return (f"R@5 {100 * m[0]:+.1f} [{100 * lo[0]:+.1f}, {100 * hi[0]:+.1f}]  MRR@10 {m[1]:+.3f} "
-            f"[{lo[1]:+.3f}, {hi[1]:+.3f}]  file R@1 {100 * m[2]:+.1f} [{100 * lo[2]:+.1f}, {100 * hi[2]:+.1f}]"
-            f"  R@5 changed on {int((d[:, 0] != 0).sum())}")
+    """compare_dumps.paired of `cand` against `base` (2,000 bootstrap draws)."""
+    return cd.paired(cand - base, 2000, rng)
 
 
 def fit_trees(items: list[dict], seeds: int):
@@ -103,7 +93,8 @@ def main() -> int:
     print(f"{len(train)} training queries; the linear refit's epoch (chosen on fval): {epoch}")
     pooled = {"shipped": [], "refit": [], "trees": []}
     for name, items in sets.items():
-        o = {"shipped": outcomes(items, shipped), "refit": outcomes(items, refit), "trees": outcomes(items, trees)}
+        o = {"shipped": cd.outcomes(items, shipped), "refit": cd.outcomes(items, refit),
+             "trees": cd.outcomes(items, trees)}
         for k, v in o.items():
             pooled[k].append(v)
         print(f"{name} ({len(items)}): shipped {summary(o['shipped'])} | refit {summary(o['refit'])} | "
