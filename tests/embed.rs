@@ -99,9 +99,11 @@ fn the_reranker_matches_the_reference() {
     assert!(here.rerank_cases.iter().any(|c| c.n_tokens == 128), "a case exercises truncation");
     for (case, committed_case) in here.rerank_cases.iter().zip(&committed.rerank_cases) {
         assert_eq!((&case.query, &case.passage), (&committed_case.query, &committed_case.passage));
-        // Another CPU's int8 kernels move a score a little, never its sign or size.
+        // Another CPU's int8 kernels move a score a little, never its sign or size: on an
+        // AVX-512 VNNI CPU the scores of the committed (AVX2) reference moved by up to 0.40
+        // (-2.24 -> -1.84), while the embeddings kept cosine 0.989.
         assert!(
-            (case.score - committed_case.score).abs() < 0.3,
+            (case.score - committed_case.score).abs() < 0.5 && case.score.signum() == committed_case.score.signum(),
             "{} vs committed {}",
             case.score,
             committed_case.score
