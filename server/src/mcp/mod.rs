@@ -26,7 +26,7 @@ use crate::embed::{Assets, OnnxEmbedder};
 use crate::index::{Progress, UpdateStats};
 use crate::lang::Language;
 use crate::search::{Mode, Query};
-use crate::workspace::{Events, MemoryLevel, ProjectConfig, RootHit, Settings, Workspace};
+use crate::workspace::{Events, Found, MemoryLevel, ProjectConfig, RootHit, Settings, Workspace};
 use crate::{symbols, wire};
 
 /// Results per call when `k` is not given.
@@ -623,7 +623,7 @@ impl RaggrepMcp {
         let query = Query { k, mode, path_glob, language, rerank: args.rerank, min_score, ..Query::new(text) };
         let started = std::time::Instant::now();
         self.blocking(move |ws| {
-            let found = ws.find(&query).map_err(|e| e.to_string())?;
+            let Found { hits, confidence, reranked_by } = ws.find(&query).map_err(|e| e.to_string())?;
             let mut response = wire::SearchResponse {
                 query: query.text.clone(),
                 took_ms: 0.0,
@@ -632,12 +632,12 @@ impl RaggrepMcp {
                 results: Vec::new(),
                 budget: Some(wire::Budget { tokens: 0, omitted: 0 }),
                 k_capped: capped.map(|asked| format!("k {asked} was capped at {MAX_K}")),
-                reranked_by: found.reranked_by.clone(),
-                confidence: found.confidence.map(wire::Confidence::from),
+                reranked_by,
+                confidence: confidence.map(wire::Confidence::from),
                 team: None,
             };
             let overhead = estimate_tokens(&serde_json::to_string(&response).unwrap_or_default());
-            let (results, budget) = budgeted_hits(ws, &found.hits, budget, overhead);
+            let (results, budget) = budgeted_hits(ws, &hits, budget, overhead);
             response.results = results;
             response.budget = Some(budget);
             response.took_ms = (started.elapsed().as_secs_f64() * 10_000.0).round() / 10.0;
