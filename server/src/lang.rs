@@ -161,6 +161,14 @@ pub fn is_test_container(container: &str) -> bool {
     container.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-')).any(is_test_name)
 }
 
+/// A declaration file: TypeScript's `.d.ts` (`.d.mts`, `.d.cts`) or a Python stub (`.pyi`). It
+/// restates an implementation's signatures and doc comments for type checkers, so beside that
+/// implementation it matches a question as well as the code does without being the code.
+pub fn is_declaration_file(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    [".d.ts", ".d.mts", ".d.cts", ".pyi"].iter().any(|suffix| name.ends_with(suffix))
+}
+
 fn is_test_name(name: &str) -> bool {
     name.split(['.', '_', '-']).any(|part| TEST_MARKERS.contains(&part.to_ascii_lowercase().as_str()))
 }

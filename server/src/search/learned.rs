@@ -39,7 +39,9 @@ pub const FEATURES: [&str; 13] = [
     "is_plain_code",
     "file_cosine",
     "file_lex",
-    "unasked_test_code",
+    // Code beside the implementation the query did not ask for: tests, examples, benchmarks,
+    // mocks, fixtures, and declaration files (`.d.ts`, `.pyi`).
+    "unasked_secondary_code",
 ];
 
 // Positions in FEATURES that the file-level pass reads and fills.
@@ -47,6 +49,8 @@ const LEX_MM: usize = 1;
 const COSINE: usize = 4;
 const FILE_COSINE: usize = 10;
 const FILE_LEX: usize = 11;
+#[cfg(test)]
+const SECONDARY: usize = 12;
 
 /// One candidate chunk of a query with its features.
 #[derive(Debug, Clone)]
@@ -100,6 +104,13 @@ pub fn content_words(text: &str) -> Vec<String> {
     words.sort();
     words.dedup();
     words
+}
+
+/// The query asks for declarations (typings, stubs) itself.
+fn asks_for_declarations(words: &[String]) -> bool {
+    words
+        .iter()
+        .any(|w| ["typings", "declaration", "declarations", "stub", "stubs", "dts", "pyi"].contains(&w.as_str()))
 }
 
 /// The query asks for tests or examples itself.
@@ -196,6 +207,7 @@ pub fn candidates_from<'a>(
     let cosines: HashMap<usize, f32> = dense.iter().copied().collect();
     let words = content_words(query);
     let wants_tests = asks_for_tests(&words);
+    let wants_declarations = asks_for_declarations(&words);
     let mut ids: Vec<usize> = dense.iter().chain(lexical).map(|x| x.0).collect();
     ids.sort_unstable();
     ids.dedup();
@@ -233,7 +245,10 @@ pub fn candidates_from<'a>(
                     f32::from(u8::from(is_plain_code)),
                     0.0,
                     0.0,
-                    f32::from(u8::from(!wants_tests && is_test_code(&chunk))),
+                    f32::from(u8::from(
+                        (!wants_tests && is_test_code(&chunk))
+                            || (!wants_declarations && crate::lang::is_declaration_file(chunk.path)),
+                    )),
                 ],
             },
             chunk.file,
@@ -384,6 +399,35 @@ mod tests {
         assert!(asks_for_tests(&content_words("tests for the parser")));
         assert!(asks_for_tests(&content_words("example of building a Command")));
         assert!(!asks_for_tests(&content_words("parse the attestation")));
+    }
+
+    #[test]
+    fn declaration_files_are_secondary_unless_the_query_asks_for_them() {
+        for path in ["typings/index.d.ts", "src/types.d.mts", "lib/x.D.CTS", "stubs/requests/api.pyi"] {
+            assert!(crate::lang::is_declaration_file(path), "{path}");
+        }
+        for path in ["src/index.ts", "src/d.ts/reader.ts", "lib/pyi.py", "src/mod.dts.rs"] {
+            assert!(!crate::lang::is_declaration_file(path), "{path}");
+        }
+        let secondary = |query: &str, path: &str| {
+            let facts = |_| {
+                Some(ChunkFacts {
+                    path,
+                    file: path,
+                    kind: ChunkKind::Function,
+                    symbol: "parse",
+                    container: "",
+                    code_lines: 1,
+                })
+            };
+            let found = candidates_from(query, &[(0, 0.5)], &[], facts, |_| 0.0);
+            found[0].features[SECONDARY]
+        };
+        assert_eq!(secondary("parse the options", "typings/index.d.ts"), 1.0);
+        assert_eq!(secondary("parse the options", "lib/command.js"), 0.0);
+        assert_eq!(secondary("typings of parse", "typings/index.d.ts"), 0.0);
+        assert_eq!(secondary("tests of parse", "test/parse.test.js"), 0.0);
+        assert_eq!(secondary("parse the options", "test/parse.test.js"), 1.0);
     }
 
     #[test]
