@@ -397,7 +397,7 @@ impl raggrep::embed::Embedder for RecordingEmbedder {
 }
 
 #[test]
-fn the_model_embeds_open_files_then_code_then_tests_then_prose() {
+fn the_model_embeds_open_files_then_code_then_tests_and_stubs_then_prose() {
     use raggrep::index::{IndexLocation, IndexOptions, update};
     let dir = tempfile::tempdir().unwrap();
     let write = |rel: &str, text: &str| {
@@ -410,6 +410,7 @@ fn the_model_embeds_open_files_then_code_then_tests_then_prose() {
     write("a_docs/notes.txt", "plain text notes with text_marker\n");
     write("b_tests/test_core.py", "def test_core_marker():\n    assert core_marker() == 1\n");
     write("c_src/core.py", "def core_marker():\n    return 1\n");
+    write("a_types/core.pyi", "def stub_marker() -> int: ...\n");
     write("z_open/editing.py", "def open_marker():\n    return 2\n");
     let location = IndexLocation::new(dir.path(), None).unwrap();
     let embedder = RecordingEmbedder(FakeEmbedder::new(64), Mutex::new(Vec::new()));
@@ -421,9 +422,11 @@ fn the_model_embeds_open_files_then_code_then_tests_then_prose() {
     let position = |marker: &str| {
         texts.iter().position(|t| t.contains(marker)).unwrap_or_else(|| panic!("{marker} not embedded: {texts:?}"))
     };
-    let order = ["open_marker", "def core_marker", "test_core_marker", "prose_marker", "text_marker"].map(position);
+    let order = ["open_marker", "def core_marker", "test_core_marker", "prose_marker", "text_marker", "stub_marker"]
+        .map(position);
     assert!(order[0] < order[1] && order[1] < order[2], "{texts:#?}");
     assert!(order[2] < order[3] && order[2] < order[4], "{texts:#?}");
+    assert!(order[1] < order[5] && order[5] < order[3] && order[5] < order[4], "{texts:#?}");
 }
 
 #[test]

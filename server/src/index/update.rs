@@ -755,7 +755,8 @@ const RECENCY_MIN_TEXTS: usize = 64;
 const PUBLISH_ONCE_MAX_TEXTS: usize = 4;
 
 /// Orders the texts to embed so the model's time goes where answers are wanted first: files
-/// the editor has open or just named; then code; then tests, examples and benchmarks; then
+/// the editor has open or just named; then code; then tests, examples, benchmarks and declaration
+/// files (`.d.ts`, `.pyi`: the ranking puts them after the code they declare too); then
 /// prose and plain text (Markdown, files without a grammar). Within a class, files of the
 /// latest commits first (`recent`: git's history; after a clone every mtime is the same), then
 /// the most recently modified, then file order. Chunks of one text share an order (its first
@@ -780,7 +781,7 @@ fn embedding_order(
             0
         } else if language.grammar().is_none() {
             3
-        } else if crate::lang::is_test_like(&file.path) {
+        } else if crate::lang::is_test_like(&file.path) || crate::lang::is_declaration_file(&file.path) {
             2
         } else {
             1
