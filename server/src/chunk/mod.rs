@@ -240,7 +240,7 @@ impl Default for ChunkConfig {
 }
 
 /// Bumped when the chunker's output changes for the same input and settings.
-const CHUNKER_VERSION: u32 = 5;
+const CHUNKER_VERSION: u32 = 6;
 
 /// Everything that decides which chunks a file becomes and what text each embeds, as one string
 /// stored in the manifest: an index made with another recipe is chunked again.

@@ -436,7 +436,10 @@ impl<'a> Splitter<'a> {
         let mut overloads: Option<Overloads<'_>> = None;
         let mut prev_end = node.start_byte();
         for child in children {
-            let role = classify(self.language, child, self.text);
+            let role = match classify(self.language, child, self.text) {
+                Role::Other => self.small_object_of_functions(child).unwrap_or(Role::Other),
+                role => role,
+            };
             if let Some(set) = overloads.as_mut() {
                 match role {
                     // Comments between the signatures and the implementation are the set's; they
@@ -590,6 +593,35 @@ impl<'a> Splitter<'a> {
         for piece in self.split_oversized(node, range) {
             self.push(piece, kind, def.name.clone(), container.clone(), RawRole::Definition);
         }
+    }
+
+    /// `const api = { get() {…}, save: async () => {…} }` small enough for one chunk: a definition
+    /// of `api`, as a small class is, instead of loose code merged with its neighbours and
+    /// named by nothing. Bigger, it stays loose code whose members [`Self::other`] chunks under
+    /// `api`. Only a declaration binds a name here; `module.exports = { … }` names nothing.
+    fn small_object_of_functions<'t>(&self, node: Node<'t>) -> Option<Role<'t>> {
+        if !matches!(self.language, Language::JavaScript | Language::TypeScript | Language::Tsx)
+            || self.tokens(&(node.start_byte()..node.end_byte())) > self.config.max_tokens
+        {
+            return None;
+        }
+        let declaration = match node.kind() {
+            "export_statement" => node.child_by_field_name("declaration")?,
+            _ => node,
+        };
+        if !matches!(declaration.kind(), "lexical_declaration" | "variable_declaration") {
+            return None;
+        }
+        let (Some(name), object) = object_binding(self.language, declaration, self.text)? else { return None };
+        let mut cursor = object.walk();
+        let has_function = object.named_children(&mut cursor).any(|member| match member.kind() {
+            "method_definition" => true,
+            "pair" => member.child_by_field_name("value").is_some_and(|v| {
+                matches!(v.kind(), "arrow_function" | "function_expression" | "function" | "generator_function")
+            }),
+            _ => false,
+        });
+        has_function.then(|| container(ChunkKind::Module, Some(name), Some(object)))
     }
 
     fn other(&mut self, range: Range<usize>, node: Node<'_>, scope: &Scope) {

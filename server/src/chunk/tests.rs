@@ -697,12 +697,32 @@ fn an_object_bound_to_a_name_is_its_methods_container() {
             outline(&text, language, &ChunkConfig::default()).into_iter().map(|d| d.symbol).collect();
         assert_eq!(outlined, expected, "{text}");
     }
-    // Small: one chunk, as before; the outline still names the method under its object.
+    // Small: one chunk of its own, named by the object as a small class is by its name (not
+    // loose code merged with what is around it); the outline still names the method under it.
     let small = "const api = {\n  ping() { return 1; },\n};\n";
-    assert_eq!(chunk_file("x.js", small, Language::JavaScript, &ChunkConfig::default()).len(), 1);
+    let chunks = chunk_file("x.js", small, Language::JavaScript, &ChunkConfig::default());
+    assert_eq!(chunks.len(), 1);
+    assert_eq!((chunks[0].kind, chunks[0].symbol.as_deref()), (ChunkKind::Module, Some("api")));
     let outlined: Vec<String> =
         outline(small, Language::JavaScript, &ChunkConfig::default()).into_iter().map(|d| d.symbol).collect();
     assert_eq!(outlined, ["api.ping"]);
+}
+
+/// A small object of functions bound by a declaration is a definition of its name, with its doc
+/// comment, apart from the loose code around it; an object of plain values, or one bound to
+/// `module.exports`, stays loose code.
+#[test]
+fn a_small_object_of_functions_is_a_definition_of_its_name() {
+    let text = "const LIMIT = 3;\nconst config = { retries: 3, name: \"x\" };\n\nfunction helper() {\n  return LIMIT;\n}\n\n/** The user API. */\nexport const users = {\n  get(id) { return store.get(id); },\n  remove: (id) => store.del(id),\n} as const;\n\nmodule.exports = {\n  run() { return 1; },\n};\n";
+    let chunks = chunk_file("x.ts", text, Language::TypeScript, &ChunkConfig::default());
+    check_invariants(text, &chunks);
+    let users: Vec<_> = chunks.iter().filter(|c| c.symbol.as_deref() == Some("users")).collect();
+    assert_eq!(users.len(), 1, "{chunks:#?}");
+    assert_eq!(users[0].kind, ChunkKind::Module);
+    assert_eq!((users[0].start_line, users[0].end_line), (8, 12), "the doc comment is the object's: {chunks:#?}");
+    let loose: Vec<_> = chunks.iter().filter(|c| c.kind == ChunkKind::Code).map(|c| c.start_line).collect();
+    assert!(chunks.iter().all(|c| c.symbol.as_deref() != Some("config")), "{chunks:#?}");
+    assert!(loose.contains(&14), "module.exports names nothing: {chunks:#?}");
 }
 
 /// A file whose error tree-sitter recovers from locally keeps its one parse, and a file with no
