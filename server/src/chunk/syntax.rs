@@ -600,9 +600,7 @@ impl<'a> Splitter<'a> {
     /// named by nothing. Bigger, it stays loose code whose members [`Self::other`] chunks under
     /// `api`. Only a declaration binds a name here; `module.exports = { … }` names nothing.
     fn small_object_of_functions<'t>(&self, node: Node<'t>) -> Option<Role<'t>> {
-        if !matches!(self.language, Language::JavaScript | Language::TypeScript | Language::Tsx)
-            || self.tokens(&(node.start_byte()..node.end_byte())) > self.config.max_tokens
-        {
+        if !matches!(self.language, Language::JavaScript | Language::TypeScript | Language::Tsx) {
             return None;
         }
         let declaration = match node.kind() {
@@ -621,7 +619,9 @@ impl<'a> Splitter<'a> {
             }),
             _ => false,
         });
-        has_function.then(|| container(ChunkKind::Module, Some(name), Some(object)))
+        // The size last: every other statement is turned down by its shape, without reading it.
+        let fits = || self.tokens(&(node.start_byte()..node.end_byte())) <= self.config.max_tokens;
+        (has_function && fits()).then(|| container(ChunkKind::Module, Some(name), Some(object)))
     }
 
     fn other(&mut self, range: Range<usize>, node: Node<'_>, scope: &Scope) {
