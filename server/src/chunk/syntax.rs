@@ -612,12 +612,10 @@ impl<'a> Splitter<'a> {
         }
         let (Some(name), object) = object_binding(self.language, declaration, self.text)? else { return None };
         let mut cursor = object.walk();
-        let has_function = object.named_children(&mut cursor).any(|member| match member.kind() {
-            "method_definition" => true,
-            "pair" => member.child_by_field_name("value").is_some_and(|v| {
-                matches!(v.kind(), "arrow_function" | "function_expression" | "function" | "generator_function")
-            }),
-            _ => false,
+        // A member is a function as the chunker reads it anywhere: a method, or a key whose
+        // value is a function.
+        let has_function = object.named_children(&mut cursor).any(|member| {
+            matches!(classify_js(member, self.text), Role::Definition(Def { kind: ChunkKind::Method, .. }))
         });
         // The size last: every other statement is turned down by its shape, without reading it.
         let fits = || self.tokens(&(node.start_byte()..node.end_byte())) <= self.config.max_tokens;
