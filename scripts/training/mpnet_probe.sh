@@ -44,6 +44,9 @@ if [[ ! -f "$model/model.safetensors" ]]; then
   [[ "$got" == "$safetensors_sha" ]] || { echo "mpnet_probe.sh: model.safetensors has sha256 $got, expected $safetensors_sha" >&2; exit 1; }
   rm -rf "$model"
   mv "$scratch/unzipped/all-mpnet-base-v2" "$model"
+  # exec below replaces this shell, so the EXIT trap would never run: clean up now.
+  rm -rf "$scratch"
+  trap - EXIT
 fi
 export OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2
 exec nice -n 19 "$py" "$here/mpnet_probe.py" --model-dir "$model" "$@"
