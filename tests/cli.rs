@@ -404,6 +404,39 @@ fn confidence_tells_an_answer_from_nothing_here() {
     }
 }
 
+/// The confidence is calibrated on the rankings of the models `confidence.json` lists. An
+/// index of any other network (here all-MiniLM-L6-v2 itself under an unlisted directory name)
+/// gets results ordered by the same fusion, but no probability that nobody measured.
+#[test]
+fn confidence_is_claimed_only_over_an_index_of_a_measured_model() {
+    let ws = Workspace::polyglot();
+    let plain = raggrep::embed::Assets::locate(Some(raggrep::embed::PLAIN_MODEL), None).expect("bootstrap the models");
+    let other = tempfile::tempdir().unwrap();
+    let model = other.path().join("another-network");
+    fs::create_dir(&model).unwrap();
+    for file in ["model.onnx", "tokenizer.json"] {
+        fs::copy(plain.model_dir.join(file), model.join(file)).unwrap();
+    }
+    let model = model.to_str().unwrap();
+    ws.ok(&["--model", model, "index", ".", "--json"]);
+    let status = String::from_utf8(ws.ok(&["--model", model, "status"]).stdout).unwrap();
+    assert!(status.contains("another-network-"), "{status}");
+    for query in [DESCRIBED[0].0, NOT_HERE[0]] {
+        let out = ws.ok(&["--model", model, "query", "--json", query]);
+        let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(r.get("confidence").is_none() && r.get("no_confident_match").is_none(), "{query:?}: {r}");
+        // Still ranked, with scores that only order the hits.
+        let scores: Vec<f64> = r["results"].as_array().unwrap().iter().map(|h| h["score"].as_f64().unwrap()).collect();
+        assert!(!scores.is_empty() && scores.windows(2).all(|w| w[0] >= w[1]), "{query:?}: {r}");
+    }
+    let first = ws.ok(&["--model", model, "query", "--json", DESCRIBED[0].0]);
+    let first: Value = serde_json::from_slice(&first.stdout).unwrap();
+    assert!(hits(&first).iter().take(3).any(|h| h.1 == DESCRIBED[0].2), "{first}");
+    // The same tree indexed by the default model claims one.
+    ws.index();
+    assert!(ws.query(&[NOT_HERE[0]])["confidence"].as_f64().is_some());
+}
+
 #[test]
 fn rerank_without_a_reranker_or_outside_hybrid_mode_says_why() {
     let ws = Workspace::polyglot();

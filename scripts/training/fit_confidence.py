@@ -42,6 +42,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fit_fusion import distinct, load, overlaps, shipped_scorer  # noqa: E402
+from qtower import TOWERS  # noqa: E402
 
 # Positions in learned.rs FEATURES.
 COSINE, SYMBOL_OVERLAP, PATH_OVERLAP = 4, 5, 6
@@ -247,6 +248,10 @@ def main() -> int:
                          "validation queries whose answer IS in the first 5")
     ap.add_argument("--signals", default=",".join(SHIPPED),
                     help=f"signals to use (ablations), from {','.join(SIGNALS)}")
+    ap.add_argument("--models", default=TOWERS["document"].int8_id,
+                    help="comma-separated ids of the document models whose rankings the dumps hold (default: "
+                         "the shipped code model); the engine claims a confidence only over their indexes. Add "
+                         "another model's id only after measuring the calibration on its rankings")
     args = ap.parse_args()
     fusion_score = shipped_scorer()
     use = [SIGNALS.index(s) for s in args.signals.split(",")]
@@ -305,6 +310,7 @@ def main() -> int:
             "std": [round(float(v), 6) for v in sd], "weights": [round(float(v), 6) for v in w],
             "bias": round(b, 6), "l2": l2, "threshold": args.threshold, "max_false_alarm": args.max_false_alarm,
             "top_k": TOP_K,
+            "models": args.models.split(","),
             "results": {k: {m: v for m, v in r.items() if m != "reliability"} for k, r in results.items()
                         if k in ("train", "validation")},
             "hit": {

@@ -52,6 +52,10 @@ pub struct Calibration {
     pub threshold: f32,
     /// How many first results the probability is about.
     pub top_k: usize,
+    /// The document models whose rankings this calibration was fitted or measured on. Over
+    /// another model's index its signals (a raw cosine above all) mean something else, so no
+    /// probability is claimed there.
+    pub models: Vec<String>,
     pub hit: HitCalibration,
 }
 
@@ -73,8 +77,11 @@ pub fn calibration() -> Option<&'static Calibration> {
     CALIBRATION
         .get_or_init(|| {
             let c: Calibration = serde_json::from_str(CALIBRATION_JSON).ok()?;
-            (c.model.fits(&c.signals, &SIGNALS) && c.hit.model.fits(&c.hit.signals, &HIT_SIGNALS) && c.top_k > 0)
-                .then_some(c)
+            (c.model.fits(&c.signals, &SIGNALS)
+                && c.hit.model.fits(&c.hit.signals, &HIT_SIGNALS)
+                && c.top_k > 0
+                && !c.models.is_empty())
+            .then_some(c)
         })
         .as_ref()
 }
@@ -127,10 +134,14 @@ pub fn hit_probabilities(confidence: &Confidence, ranked: &[(usize, f32)]) -> Op
 
 /// The confidence of a learned-fusion ranking: `ranked` holds the linear scores, best first,
 /// before any reranking (what the calibration was fitted on); `candidates` their features.
-/// `None` without candidates or without a calibration.
+/// `None` without candidates, without a calibration, or over the index of a model the
+/// calibration was not measured on.
 pub fn of(snapshot: &Snapshot, candidates: &[Candidate], ranked: &[(usize, f32)]) -> Option<Confidence> {
     debug_assert_eq!(FEATURES[COSINE], "cosine");
     let calibration = calibration()?;
+    if !calibration.models.iter().any(|m| m == snapshot.model_id()) {
+        return None;
+    }
     let distinct = distinct_scores(snapshot, ranked, calibration.top_k);
     let (&top, &last) = (distinct.first()?, distinct.last()?);
     let max_cosine = candidates.iter().map(|c| c.features[COSINE]).fold(f32::NEG_INFINITY, f32::max);
@@ -166,6 +177,14 @@ mod tests {
     fn the_shipped_calibration_names_the_signals() {
         let c = calibration().expect("confidence.json parses and names exactly SIGNALS");
         assert!(c.threshold > 0.0 && c.threshold < 1.0);
+    }
+
+    /// A new default model needs its calibration measured (the retrieval bench with `--foreign`)
+    /// and its id listed; until then its searches would quietly lose their confidence.
+    #[test]
+    fn the_calibration_was_measured_on_the_default_model() {
+        let c = calibration().unwrap();
+        assert!(c.models.iter().any(|m| m == crate::embed::DEFAULT_MODEL), "{:?}", c.models);
     }
 
     #[test]
