@@ -1214,8 +1214,15 @@ mod tests {
             index::update(&location, embedder, &options, &mut |_| {}).unwrap();
             dir
         };
+        // "Ours" stands in for the default model: fake vectors under an id the confidence's
+        // calibration lists, so the search of its root alone claims a confidence.
+        let calibrated = || -> Arc<dyn Embedder> {
+            let fake = crate::embed::FakeEmbedder::new(32);
+            let info = crate::embed::ModelInfo { id: crate::embed::DEFAULT_MODEL.into(), ..fake.info().clone() };
+            Arc::new(Renamed(fake, info))
+        };
         let theirs = indexed(&built_with);
-        let ours = indexed(&crate::embed::FakeEmbedder::new(32));
+        let ours = indexed(calibrated().as_ref());
         let open_with = |embedder: Arc<dyn Embedder>, dirs: &[&Path]| {
             let workspace = Workspace::new(embedder, Settings::default(), Arc::new(Quiet));
             for dir in dirs {
@@ -1264,13 +1271,13 @@ mod tests {
         // Beside a root of this model, the one searched by words only takes every other place
         // (its BM25 scores do not compare with probabilities), and is the only one named.
         let ours_root = ours.path().canonicalize().unwrap();
-        let twice = open_with(Arc::new(crate::embed::FakeEmbedder::new(32)), &[ours.path(), theirs.path()]);
+        let twice = open_with(calibrated(), &[ours.path(), theirs.path()]);
         assert_eq!(roots_found(&twice, Mode::Hybrid), [ours_root.clone(), root.clone()]);
         assert_eq!(roots_found(&twice, Mode::Dense), [ours_root]);
         // The calibration never saw such a mixed list: no confidence is claimed for it.
         let confident =
             |workspace: &Workspace| workspace.find(&Query { k: 5, ..Query::new("alpha") }).unwrap().confidence;
-        assert!(confident(&open_with(Arc::new(crate::embed::FakeEmbedder::new(32)), &[ours.path()])).is_some());
+        assert!(confident(&open_with(calibrated(), &[ours.path()])).is_some());
         assert!(confident(&twice).is_none());
         let hybrid = twice.degraded(Mode::Hybrid).unwrap_or_default();
         assert!(
