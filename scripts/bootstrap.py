@@ -238,8 +238,12 @@ def pip_last_error(text: str) -> str:
 
 
 def download(home: Path, key: str) -> Path:
-    w = WHEELS[key]
-    dl = home / "downloads"
+    return fetch_wheel(home / "downloads", WHEELS[key])
+
+
+def fetch_wheel(dl: Path, w: dict) -> Path:
+    """The wheel `w` describes (the fields of a WHEELS entry), downloaded into `dl` by pip once
+    and checked against its sha256 every time."""
     dst = dl / w["file"]
     if not dst.is_file():
         say(f"downloading {w['what']} …")
@@ -261,7 +265,7 @@ def download(home: Path, key: str) -> Path:
             shutil.rmtree(tmpdir, ignore_errors=True)
     actual = sha256_file(dst)
     if actual != w["sha256"]:
-        raise Fail(f"checksum mismatch for downloads/{w['file']}: expected {w['sha256']}, "
+        raise Fail(f"checksum mismatch for {dl.name}/{w['file']}: expected {w['sha256']}, "
                    f"got {actual} -- delete {dst} and rerun")
     return dst
 

