@@ -920,6 +920,72 @@ fn an_identifier_query_finds_its_definition_first() {
     assert!(!response["results"].as_array().unwrap().is_empty());
 }
 
+/// Paths of a response's hits, in order.
+fn hit_paths(response: &Value) -> Vec<String> {
+    response["results"].as_array().unwrap().iter().map(|h| h["path"].as_str().unwrap().to_string()).collect()
+}
+
+#[test]
+fn a_symbol_lookup_finds_its_definition_in_a_language_without_a_grammar() {
+    // Kotlin has no grammar here: its files are line windows without symbol names, so the
+    // definition is found by its `class` line and its file's name. The client mentions the
+    // name far more often than the definition does.
+    let ws = Workspace::empty();
+    ws.write(
+        "src/plugins/cookies/HttpCookies.kt",
+        "package io.example.client.plugins.cookies\n\nimport io.example.client.HttpClient\n\n/**\n * Keeps cookies between calls.\n */\nclass HttpCookies internal constructor(private val storage: CookiesStorage) {\n    suspend fun get(url: String): List<Cookie> = storage.get(url)\n\n    fun close() = storage.close()\n}\n",
+    );
+    let uses: String = (0..12)
+        .map(|i| format!("    fun install{i}(client: HttpClient) {{\n        client.plugin(HttpCookies).get(\"/{i}\") // HttpCookies {i}\n        log(\"HttpCookies installed\")\n    }}\n\n"))
+        .collect();
+    ws.write("src/Client.kt", &format!("package io.example.client\n\nclass Client {{\n{uses}}}\n"));
+    ws.index();
+    let response = ws.query(&["HttpCookies"]);
+    let first = &response["results"][0];
+    assert_eq!(first["path"], "src/plugins/cookies/HttpCookies.kt", "{response:#}");
+    assert!(first["start_line"].as_u64().unwrap() <= 8 && first["end_line"].as_u64().unwrap() >= 8, "{response:#}");
+}
+
+#[test]
+fn one_file_does_not_take_every_place() {
+    // Five good chunks in one file and one in another: the other file's chunk is shown among
+    // the first three, not after the fifth.
+    let ws = Workspace::empty();
+    let retries: String = (0..5)
+        .map(|i| format!("def retry_with_backoff_{i}(call, attempts=5):\n    \"\"\"Retry the call with exponential backoff, variant {i}.\"\"\"\n    delay = 0.1 * {i}\n    for _ in range(attempts):\n        delay *= 2\n    return call()\n\n"))
+        .collect();
+    ws.write("net/retry.py", &retries);
+    ws.write(
+        "net/policy.py",
+        "def backoff_delays(base, attempts):\n    \"\"\"Exponential backoff delays for retrying a failed call.\"\"\"\n    return [base * 2 ** n for n in range(attempts)]\n",
+    );
+    ws.index();
+    let response = ws.query(&["retry with exponential backoff"]);
+    let paths = hit_paths(&response);
+    assert!(paths.iter().take(3).any(|p| p == "net/policy.py"), "{response:#}");
+    let scores: Vec<f64> =
+        response["results"].as_array().unwrap().iter().map(|h| h["score"].as_f64().unwrap()).collect();
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "scores never rise down the list: {scores:?}");
+}
+
+#[test]
+fn prose_comes_after_the_code_unless_the_question_asks_for_docs() {
+    let ws = Workspace::empty();
+    ws.write(
+        "docs/rate-limiting.md",
+        "# Rate limiting\n\nThe rate limiting middleware counts requests per client and rejects a client\nthat sends too many requests with 429. Configure the rate limit per route.\n",
+    );
+    ws.write(
+        "src/limiter.py",
+        "class RateLimiter:\n    \"\"\"Counts requests per client in a sliding window.\"\"\"\n\n    def __init__(self, limit):\n        self.limit = limit\n        self.counts = {}\n\n    def allow(self, client):\n        self.counts[client] = self.counts.get(client, 0) + 1\n        return self.counts[client] <= self.limit\n",
+    );
+    ws.index();
+    let code = hit_paths(&ws.query(&["rate limiting middleware for requests per client"]));
+    assert_eq!(code[0], "src/limiter.py", "{code:?}");
+    let docs = hit_paths(&ws.query(&["documentation of rate limiting per client"]));
+    assert_eq!(docs[0], "docs/rate-limiting.md", "{docs:?}");
+}
+
 fn git(root: &Path, args: &[&str]) {
     let out = Command::new("git")
         .arg("-C")

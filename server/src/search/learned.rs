@@ -167,13 +167,15 @@ pub struct ChunkFacts<'a> {
     pub code_lines: u32,
 }
 
-/// The candidates of a hybrid query (the union of both rankings) with their features.
+/// The candidates of a hybrid query (the union of both rankings, and `extra` chunks that other
+/// evidence brought in) with their features.
 pub fn candidates(
     snapshot: &Snapshot,
     vector: Option<&Vector>,
     query: &str,
     dense: &[(usize, f32)],
     lexical: &[(usize, f32)],
+    extra: &[usize],
 ) -> Vec<Candidate> {
     let facts = |index: usize| {
         snapshot.chunk(index).map(|c| ChunkFacts {
@@ -190,15 +192,17 @@ pub fn candidates(
         Some(v) => snapshot.chunk_vector(index).map_or(0.0, |c| c.dot(v)),
         None => 0.0,
     };
-    candidates_from(query, dense, lexical, facts, stored_cosine)
+    candidates_from(query, dense, lexical, extra, facts, stored_cosine)
 }
 
 /// [`candidates`] over any store: `facts` describes a candidate (`None`: gone, skipped) and
-/// `stored_cosine` gives the cosine of one the dense ranking did not return.
+/// `stored_cosine` gives the cosine of one the dense ranking did not return. An `extra` chunk is
+/// in neither ranking: it gets their zero features, as a chunk missing from one of them does.
 pub fn candidates_from<'a>(
     query: &str,
     dense: &[(usize, f32)],
     lexical: &[(usize, f32)],
+    extra: &[usize],
     facts: impl Fn(usize) -> Option<ChunkFacts<'a>>,
     stored_cosine: impl Fn(usize) -> f32,
 ) -> Vec<Candidate> {
@@ -208,7 +212,7 @@ pub fn candidates_from<'a>(
     let words = content_words(query);
     let wants_tests = asks_for_tests(&words);
     let wants_declarations = asks_for_declarations(&words);
-    let mut ids: Vec<usize> = dense.iter().chain(lexical).map(|x| x.0).collect();
+    let mut ids: Vec<usize> = dense.iter().chain(lexical).map(|x| x.0).chain(extra.iter().copied()).collect();
     ids.sort_unstable();
     ids.dedup();
     let mut out: Vec<(Candidate, &str)> = Vec::with_capacity(ids.len());
@@ -420,7 +424,7 @@ mod tests {
                     code_lines: 1,
                 })
             };
-            let found = candidates_from(query, &[(0, 0.5)], &[], facts, |_| 0.0);
+            let found = candidates_from(query, &[(0, 0.5)], &[], &[], facts, |_| 0.0);
             found[0].features[SECONDARY]
         };
         assert_eq!(secondary("parse the options", "typings/index.d.ts"), 1.0);

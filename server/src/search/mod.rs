@@ -16,6 +16,8 @@
 //! compare across queries (other modes' scores order one query's hits only).
 
 pub mod confidence;
+pub mod evidence;
+pub mod intent;
 pub mod learned;
 
 use std::time::Instant;
@@ -276,16 +278,22 @@ pub fn search_with(
         Mode::Lexical => lexical,
         Mode::Hybrid => match (query.fusion, learned::weights()) {
             (Fusion::Learned, Some(weights)) => {
-                let candidates = learned::candidates(snapshot, vector, &query.text, &dense, &lexical);
+                let intent = intent::Intent::of(&query.text);
+                let mut evidence = evidence::Evidence::new(snapshot, &intent);
+                let have: std::collections::HashSet<usize> = dense.iter().chain(&lexical).map(|x| x.0).collect();
+                let extra = evidence.extra_candidates(snapshot, vector, &have, &accept);
+                let candidates = learned::candidates(snapshot, vector, &query.text, &dense, &lexical, &extra);
                 let mut ranked = learned::rank_linear(&candidates, weights);
                 // Calibrated on whole rankings: without a query vector's cosines, or with part of
                 // the index ignored as damaged, it would not be. No evidence, no claim.
                 if vector.is_some() && degraded.is_none() {
                     confidence = confidence::of(snapshot, &candidates, &ranked);
                 }
+                evidence.adjust(snapshot, &mut ranked);
                 if let Some(reranker) = reranker {
                     rerank(snapshot, reranker, &query.text, &mut ranked)?;
                 }
+                diversify(snapshot, &mut ranked, evidence.same_file_penalty());
                 match confidence.as_ref().and_then(|c| confidence::hit_probabilities(c, &ranked)) {
                     Some(probabilities) => probabilities,
                     // No query vector (or no calibration): the fused score keeps ordering the hits.
@@ -485,7 +493,34 @@ pub fn hybrid_candidates(snapshot: &Snapshot, vector: Option<&Vector>, query: &Q
     let k = query.k.min(snapshot.chunk_count());
     let hybrid = Query { mode: Mode::Hybrid, ..query.clone() };
     let (dense, lexical, _) = rankings(snapshot, vector, &hybrid, k, false, &|_| true);
-    learned::candidates(snapshot, vector, &query.text, &dense, &lexical)
+    learned::candidates(snapshot, vector, &query.text, &dense, &lexical, &[])
+}
+
+/// Re-orders `ranked` (linear scores, best first) so that each hit of a file already shown
+/// costs `penalty` per earlier hit of that file: the first places go to the best chunks of
+/// different files before a file's second-best chunk. The scores become the penalised ones, so
+/// they still fall down the list.
+fn diversify(snapshot: &Snapshot, ranked: &mut Ranking, penalty: f32) {
+    if penalty <= 0.0 || ranked.len() < 2 {
+        return;
+    }
+    let files: Vec<&str> = ranked.iter().map(|&(i, _)| snapshot.chunk(i).map_or("", |c| c.path)).collect();
+    let mut shown: std::collections::HashMap<&str, f32> = std::collections::HashMap::new();
+    let mut left: Vec<usize> = (0..ranked.len()).collect();
+    let mut out: Ranking = Vec::with_capacity(ranked.len());
+    while !left.is_empty() {
+        let effective = |slot: usize| ranked[slot].1 - penalty * shown.get(files[slot]).copied().unwrap_or(0.0);
+        let (pos, best) = left
+            .iter()
+            .enumerate()
+            .map(|(pos, &slot)| (pos, effective(slot)))
+            .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
+            .expect("left is not empty");
+        let slot = left.remove(pos);
+        *shown.entry(files[slot]).or_default() += 1.0;
+        out.push((ranked[slot].0, best));
+    }
+    *ranked = out;
 }
 
 /// Fuses two rankings (best first) into one.

@@ -183,7 +183,10 @@ pub fn search(
                     })
                 };
                 let stored_cosine = |i: usize| rows.get(i).map_or(0.0, |r| r.cosine);
-                learned::rank(&learned::candidates_from(&query.text, &dense, &lexical, facts, stored_cosine), weights)
+                learned::rank(
+                    &learned::candidates_from(&query.text, &dense, &lexical, &[], facts, stored_cosine),
+                    weights,
+                )
             }
             None => crate::search::fuse(&dense, &lexical, crate::search::Fusion::Weighted { dense_weight: 0.5 }),
         },

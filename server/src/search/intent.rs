@@ -1,0 +1,316 @@
+//! What a query asks for: a symbol by name (`APIRouter`, `Rack::Builder`, `fmt::arg`) or a
+//! question in words ("how does dependency injection work"), with the words and names in it.
+//!
+//! The learned fusion reads a query as a bag of tokens; these distinctions are what it cannot
+//! see. A symbol lookup wants the definition, not the places that use the name; a question
+//! about a component wants the file that implements it, whose name often carries the question's
+//! words.
+
+use crate::index::code_tokens;
+
+/// The two shapes of query that rank differently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// One name written as code: `APIRouter`, `parse_config`, `Rack::Builder`, `fmt::arg`.
+    Symbol,
+    /// Words: a description, a concept, a "how does X work".
+    Question,
+}
+
+/// A query taken apart.
+#[derive(Debug, Clone)]
+pub struct Intent {
+    pub shape: Shape,
+    /// The words that can say something about code, lowercased, without stop words and question
+    /// words (`how`, `does`, `work`), each once.
+    pub keywords: Vec<String>,
+    /// Names the query writes as code. A symbol lookup: the whole name and, when qualified, its
+    /// last segment (`Rack::Builder` → `Rack::Builder`, `Builder`). A question: the identifiers
+    /// and capitalised words in it (`FromRequestParts`, `FMT_STRING`, `safeParse`, `Functor`).
+    pub names: Vec<String>,
+}
+
+/// Separators of a qualified name: `Rack::Builder`, `pkg.Func`, `App\Http`, `self->field`,
+/// `Rack::Builder#call`.
+const QUALIFIERS: [&str; 5] = ["::", "->", ".", "\\", "#"];
+
+/// Words of a question that say nothing about which code answers it.
+const QUESTION_WORDS: &[&str] = &[
+    "a",
+    "an",
+    "the",
+    "of",
+    "to",
+    "for",
+    "from",
+    "in",
+    "on",
+    "at",
+    "by",
+    "with",
+    "and",
+    "or",
+    "is",
+    "are",
+    "be",
+    "been",
+    "this",
+    "that",
+    "these",
+    "those",
+    "it",
+    "its",
+    "as",
+    "if",
+    "into",
+    "how",
+    "does",
+    "do",
+    "did",
+    "what",
+    "where",
+    "when",
+    "which",
+    "who",
+    "why",
+    "work",
+    "works",
+    "working",
+    "can",
+    "should",
+    "would",
+    "will",
+    "we",
+    "our",
+    "you",
+    "your",
+    "there",
+    "their",
+    "they",
+    "them",
+    "was",
+    "were",
+    "has",
+    "have",
+    "had",
+    "not",
+    "no",
+    "all",
+    "any",
+    "each",
+    "via",
+    "using",
+    "used",
+    "use",
+    "way",
+    "ways",
+    "code",
+    "implementation",
+    "implemented",
+    "implement",
+    "logic",
+    "handled",
+    "done",
+    "find",
+    "show",
+    "get",
+    "gets",
+];
+
+impl Intent {
+    pub fn of(text: &str) -> Intent {
+        let text = text.trim();
+        let shape = if is_symbol(text) { Shape::Symbol } else { Shape::Question };
+        let mut keywords: Vec<String> = code_tokens(text)
+            .into_iter()
+            .map(|(_, _, t)| t)
+            .filter(|t| t.len() > 2 && !QUESTION_WORDS.contains(&t.as_str()) && !t.chars().all(|c| c.is_ascii_digit()))
+            .collect();
+        keywords.sort();
+        keywords.dedup();
+        let names = match shape {
+            Shape::Symbol => {
+                let mut names = vec![text.to_string()];
+                if let Some(last) = last_segment(text)
+                    && last != text
+                {
+                    names.push(last.to_string());
+                }
+                names
+            }
+            Shape::Question => text
+                .split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '(' | ')' | '`' | '"' | '\'' | '?'))
+                .map(|w| w.trim_end_matches(['.', ':', '!']))
+                .filter(|w| looks_like_code(w))
+                .map(str::to_string)
+                .collect(),
+        };
+        Intent { shape, keywords, names }
+    }
+
+    /// The query asks about documentation itself, so prose answers it.
+    pub fn asks_for_prose(&self) -> bool {
+        self.keywords.iter().any(|w| {
+            ["doc", "docs", "documentation", "documented", "readme", "guide", "tutorial", "changelog", "manual"]
+                .contains(&w.as_str())
+        })
+    }
+}
+
+/// The last segment of a qualified name (`Rack::Builder#call` → `call`).
+pub fn last_segment(name: &str) -> Option<&str> {
+    let mut rest = name;
+    for sep in QUALIFIERS {
+        if let Some((_, last)) = rest.rsplit_once(sep) {
+            rest = last;
+        }
+    }
+    (!rest.is_empty()).then_some(rest)
+}
+
+fn is_word(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_alphabetic() || c == '_' || c == '$')
+        && chars.all(|c| c.is_alphanumeric() || c == '_' || c == '$' || c == '?' || c == '!')
+}
+
+fn segments(text: &str) -> Vec<&str> {
+    let mut parts = vec![text];
+    for sep in QUALIFIERS {
+        parts = parts.into_iter().flat_map(|p| p.split(sep)).collect();
+    }
+    parts
+}
+
+/// One name written as code. A single lowercase word (`session`) is not: people search for a
+/// concept that way as often as for a symbol of that name.
+fn is_symbol(text: &str) -> bool {
+    if text.is_empty() || text.chars().any(char::is_whitespace) {
+        return false;
+    }
+    let parts = segments(text);
+    if !parts.iter().all(|p| is_word(p)) {
+        return false;
+    }
+    parts.len() > 1 || text.contains('_') || text.chars().any(char::is_uppercase) || text.starts_with('$')
+}
+
+/// A word of a sentence that names something in code: a qualified name, snake_case, an
+/// identifier with a capital inside (`safeParse`, `FromRequestParts`, `FMT_STRING`), or a
+/// capitalised word that is not a question word (`Functor`, `Deferred`, `CORS`): prose
+/// capitalises a word for a sentence's start or for a name, and a type's name is what a
+/// question about a component usually carries.
+fn looks_like_code(word: &str) -> bool {
+    if word.len() < 3 {
+        return false;
+    }
+    if word.chars().next().is_some_and(char::is_uppercase)
+        && word.chars().all(|c| c.is_alphanumeric() || c == '_')
+        && !QUESTION_WORDS.contains(&word.to_lowercase().as_str())
+    {
+        return true;
+    }
+    let parts = segments(word);
+    if !parts.iter().all(|p| is_word(p)) {
+        return false;
+    }
+    let letters: Vec<char> = word.chars().filter(|c| c.is_alphabetic()).collect();
+    let inner_capital = word.chars().zip(word.chars().skip(1)).any(|(a, b)| a.is_lowercase() && b.is_uppercase());
+    let snake = word.trim_matches('_').contains('_') && letters.len() > 1;
+    parts.len() > 1 && parts.iter().all(|p| !p.is_empty()) || snake || inner_capital
+}
+
+/// Two words are one for matching names: the same word inflected (`dependency` /
+/// `dependencies`, `cache` / `caching`, `validate` / `validation`, `route` / `router`), not a
+/// word inside another (`form` / `format`, `test` / `attest`).
+pub fn same_word(a: &str, b: &str) -> bool {
+    if a == b {
+        return true;
+    }
+    let (a, b) = (stems(a), stems(b));
+    a.iter().any(|s| b.contains(s))
+}
+
+/// Suffixes of inflection and derivation that name the same thing (`parse`, `parser`,
+/// `parsing`).
+const SUFFIXES: [&str; 18] = [
+    "ations", "ation", "ings", "ing", "ions", "ion", "ers", "er", "ors", "or", "ies", "es", "s", "ed", "ize", "ise",
+    "y", "e",
+];
+
+/// The word and its stems of at least four letters (a doubled last consonant undoubled:
+/// `formatt` → `format`).
+fn stems(word: &str) -> Vec<&str> {
+    let mut out = vec![word];
+    for suffix in SUFFIXES {
+        if let Some(stem) = word.strip_suffix(suffix)
+            && stem.len() >= 4
+        {
+            out.push(stem);
+            let bytes = stem.as_bytes();
+            if bytes.len() >= 5 && bytes[bytes.len() - 1] == bytes[bytes.len() - 2] {
+                out.push(&stem[..stem.len() - 1]);
+            }
+        }
+    }
+    out
+}
+
+/// `name` with case and word separators dropped, for comparing a symbol with a file name
+/// (`HttpCookies` / `http_cookies.rb` / `http-cookies.ts`).
+pub fn squashed(name: &str) -> String {
+    name.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn symbols_are_told_from_questions() {
+        for q in ["APIRouter", "Router", "parse_config", "Rack::Builder", "fmt::arg", "pkg.Func", "Rack::Builder#call"]
+        {
+            assert_eq!(Intent::of(q).shape, Shape::Symbol, "{q}");
+        }
+        for q in ["session", "how does dependency injection work", "CORS header handling", "a::", ""] {
+            assert_eq!(Intent::of(q).shape, Shape::Question, "{q}");
+        }
+    }
+
+    #[test]
+    fn a_qualified_symbol_names_its_last_segment_too() {
+        assert_eq!(Intent::of("Rack::Builder").names, ["Rack::Builder", "Builder"]);
+        assert_eq!(Intent::of("APIRouter").names, ["APIRouter"]);
+    }
+
+    #[test]
+    fn questions_keep_their_content_words_and_code_names() {
+        let intent = Intent::of("How does FromRequestParts extract the FMT_STRING value?");
+        assert_eq!(intent.names, ["FromRequestParts", "FMT_STRING"]);
+        assert_eq!(Intent::of("how the Functor type class defines mapping").names, ["Functor"]);
+        assert_eq!(Intent::of("Deferred and await for async results").names, ["Deferred"]);
+        assert!(intent.keywords.contains(&"extract".to_string()));
+        assert!(!intent.keywords.iter().any(|w| w == "how" || w == "does" || w == "the"));
+        assert!(Intent::of("how does dependency injection work").names.is_empty());
+    }
+
+    #[test]
+    fn words_match_their_inflections_not_their_neighbours() {
+        for (a, b) in [
+            ("dependency", "dependencies"),
+            ("cache", "caching"),
+            ("validate", "validation"),
+            ("route", "router"),
+            ("cookie", "cookies"),
+            ("quantization", "quantize"),
+            ("format", "formatter"),
+            ("process", "processor"),
+            ("retry", "retries"),
+        ] {
+            assert!(same_word(a, b), "{a} {b}");
+        }
+        for (a, b) in [("content", "context"), ("test", "attest"), ("form", "format"), ("map", "mapping")] {
+            assert!(!same_word(a, b), "{a} {b}");
+        }
+    }
+}
