@@ -239,8 +239,9 @@ impl Default for ChunkConfig {
     }
 }
 
-/// Bumped when the chunker's output changes for the same input and settings.
-const CHUNKER_VERSION: u32 = 6;
+/// Bumped when the chunker's output changes for the same input and settings. 7: Ruby, PHP, C#,
+/// Kotlin, Swift, Scala, Elixir, Lua, shell, Zig and Haskell by syntax; scripts by their `#!`.
+const CHUNKER_VERSION: u32 = 7;
 
 /// Everything that decides which chunks a file becomes and what text each embeds, as one string
 /// stored in the manifest: an index made with another recipe is chunked again.

@@ -856,6 +856,18 @@ fn classify<'t>(language: Language, node: Node<'t>, text: &str) -> Role<'t> {
         Language::Go => classify_go(node, text),
         Language::Java => classify_java(node, text),
         Language::C | Language::Cpp => classify_c(node, text),
+        // Parsed, no definitions named yet.
+        Language::Ruby
+        | Language::Php
+        | Language::CSharp
+        | Language::Kotlin
+        | Language::Swift
+        | Language::Scala
+        | Language::Elixir
+        | Language::Lua
+        | Language::Bash
+        | Language::Zig
+        | Language::Haskell => Role::Other,
         Language::Markdown | Language::Text => Role::Other,
     }
 }
