@@ -278,3 +278,45 @@ fn find_symbol_finds_the_methods_of_a_small_object() {
     assert!(outline.to_string().contains("retryPolicy.backoffDelay"), "{outline}");
     session.close();
 }
+
+/// A language added with issue 53 answers as the first nine do: Ruby's qualified names in
+/// `find_symbol` (`Rack::Builder.call`, or with `::` throughout), `outline`, the `lang` filter;
+/// a script without an extension is read as shell from its `#!` line.
+#[test]
+fn ruby_and_shell_scripts_have_symbols_outlines_and_a_language_filter() {
+    let (_dir, root) = polyglot();
+    std::fs::create_dir_all(root.join("lib/rack")).unwrap();
+    std::fs::write(
+        root.join("lib/rack/builder.rb"),
+        "module Rack\n  # Assembles middleware into one app.\n  class Builder\n    def initialize(app)\n      @app = app\n    end\n\n    # Runs the quokka middleware chain.\n    def call(env)\n      @app.call(env)\n    end\n  end\nend\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("bin")).unwrap();
+    std::fs::write(root.join("bin/deploy"), "#!/usr/bin/env bash\n# Ships the quokka release.\nship_release() {\n  rsync -a dist/ host:/srv\n}\nship_release\n")
+        .unwrap();
+    let mut session = Session::start(env!("CARGO_BIN_EXE_raggrep"), &root);
+    session.initialize();
+    wait_for_hit(&mut session, "quokka middleware", "lib/rack/builder.rb:");
+    wait_for_hit(&mut session, "quokka release", "bin/deploy:");
+    for name in ["Rack::Builder.call", "Rack::Builder::call", "call"] {
+        let found = session.structured("find_symbol", json!({ "name": name }));
+        let definitions = found["definitions"].as_array().cloned().unwrap_or_default();
+        let in_ruby =
+            |d: &&serde_json::Value| d["location"].as_str().is_some_and(|l| l.starts_with("lib/rack/builder.rb:"));
+        let ruby: Vec<_> = definitions.iter().filter(in_ruby).collect();
+        assert_eq!(ruby.len(), 1, "{name}: {found}");
+        assert_eq!(ruby[0]["symbol"], "Rack::Builder.call", "{found}");
+        assert_eq!(ruby[0]["kind"], "method", "{found}");
+    }
+    let outline = session.structured("outline", json!({ "path": "lib/rack/builder.rb" }));
+    for symbol in ["\"Rack\"", "\"Rack::Builder\"", "\"Rack::Builder.initialize\"", "\"Rack::Builder.call\""] {
+        assert!(outline.to_string().contains(symbol), "{symbol}: {outline}");
+    }
+    let outline = session.structured("outline", json!({ "path": "bin/deploy" }));
+    assert_eq!(outline["language"], "bash", "{outline}");
+    assert!(outline.to_string().contains("\"ship_release\""), "{outline}");
+    let found = session.structured("search", json!({ "query": "quokka", "mode": "lexical", "lang": "ruby" }));
+    let hits = found["results"].as_array().cloned().unwrap_or_default();
+    assert!(!hits.is_empty() && hits.iter().all(|h| h["language"] == "ruby"), "{found}");
+    session.close();
+}

@@ -1,4 +1,5 @@
-//! Languages raggrep knows, detected from file names.
+//! Languages raggrep knows, detected from file names (and, for scripts without an extension,
+//! from the `#!` line).
 
 use std::fmt;
 use std::path::Path;
@@ -23,11 +24,23 @@ pub enum Language {
     Cpp,
     Markdown,
     Text,
+    Ruby,
+    Php,
+    CSharp,
+    Kotlin,
+    Swift,
+    Scala,
+    Elixir,
+    Lua,
+    Bash,
+    Zig,
+    Haskell,
 }
 
 impl Language {
-    /// Every language, for help texts and filters.
-    pub const ALL: [Language; 11] = [
+    /// Every language, for help texts and filters. The index stores a language as its position
+    /// here, so new languages go at the end: the codes of the others must not move.
+    pub const ALL: [Language; 22] = [
         Language::Rust,
         Language::Python,
         Language::JavaScript,
@@ -39,6 +52,17 @@ impl Language {
         Language::Cpp,
         Language::Markdown,
         Language::Text,
+        Language::Ruby,
+        Language::Php,
+        Language::CSharp,
+        Language::Kotlin,
+        Language::Swift,
+        Language::Scala,
+        Language::Elixir,
+        Language::Lua,
+        Language::Bash,
+        Language::Zig,
+        Language::Haskell,
     ];
 
     pub fn to_u8(self) -> u8 {
@@ -51,6 +75,9 @@ impl Language {
 
     /// Detects the language from a path's extension (or well-known file name).
     pub fn from_path(path: &Path) -> Language {
+        if let Some(language) = path.file_name().and_then(|n| n.to_str()).and_then(Self::from_file_name) {
+            return language;
+        }
         let ext = path.extension().and_then(|e| e.to_str()).map(|e| e.to_ascii_lowercase());
         match ext.as_deref() {
             Some("rs") => Language::Rust,
@@ -63,8 +90,68 @@ impl Language {
             Some("c" | "h") => Language::C,
             Some("cc" | "cpp" | "cxx" | "c++" | "hh" | "hpp" | "hxx" | "h++" | "ipp" | "inl") => Language::Cpp,
             Some("md" | "markdown" | "mdx") => Language::Markdown,
+            Some("rb" | "rake" | "gemspec" | "ru") => Language::Ruby,
+            Some("php" | "phtml") => Language::Php,
+            Some("cs") => Language::CSharp,
+            Some("kt" | "kts") => Language::Kotlin,
+            Some("swift") => Language::Swift,
+            Some("scala" | "sc") => Language::Scala,
+            Some("ex" | "exs") => Language::Elixir,
+            Some("lua") => Language::Lua,
+            // zsh and ksh scripts are close enough to bash for its grammar to find their functions.
+            Some("sh" | "bash" | "zsh" | "ksh") => Language::Bash,
+            Some("zig") => Language::Zig,
+            Some("hs") => Language::Haskell,
             _ => Language::Text,
         }
+    }
+
+    /// Files known by their whole name: Ruby's DSL files and shell start-up files.
+    fn from_file_name(name: &str) -> Option<Language> {
+        let language = match name {
+            "Rakefile" | "Gemfile" | "Guardfile" | "Capfile" | "Vagrantfile" | "Podfile" | "Brewfile" | "Fastfile" => {
+                Language::Ruby
+            }
+            ".bashrc" | ".bash_profile" | ".bash_login" | ".bash_logout" | ".profile" | ".zshrc" | ".zshenv"
+            | ".zprofile" | ".zlogin" | "PKGBUILD" | "APKBUILD" => Language::Bash,
+            _ => return None,
+        };
+        Some(language)
+    }
+
+    /// The language of a file from its path, or for a file the path says nothing about
+    /// (`bin/deploy`), from its `#!` line: scripts are often installed without an extension.
+    pub fn detect(path: &Path, text: &str) -> Language {
+        match Self::from_path(path) {
+            Language::Text => Self::from_shebang(text).unwrap_or(Language::Text),
+            language => language,
+        }
+    }
+
+    /// The interpreter a `#!` first line names (`#!/bin/bash`, `#!/usr/bin/env ruby`,
+    /// `#!/usr/bin/env -S python3 -u`), version suffixes ignored (`python3.12`, `lua5.4`).
+    pub fn from_shebang(text: &str) -> Option<Language> {
+        let line = text.lines().next()?.strip_prefix("#!")?;
+        let mut words = line.split_whitespace();
+        let mut program = words.next()?.rsplit('/').next()?;
+        if program == "env" {
+            // `env -S …` and other options before the program; `VAR=value` assignments too.
+            program = words.find(|w| !w.starts_with('-') && !w.contains('='))?.rsplit('/').next()?;
+        }
+        let name = program.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+        let language = match name {
+            "sh" | "bash" | "dash" | "zsh" | "ksh" | "mksh" | "ash" => Language::Bash,
+            "ruby" | "jruby" => Language::Ruby,
+            "php" => Language::Php,
+            "elixir" => Language::Elixir,
+            "lua" | "luajit" => Language::Lua,
+            "python" | "pypy" => Language::Python,
+            "node" | "nodejs" | "deno" | "bun" => Language::JavaScript,
+            "swift" => Language::Swift,
+            "runghc" | "runhaskell" => Language::Haskell,
+            _ => return None,
+        };
+        Some(language)
     }
 
     /// Parses a user-supplied name (`rust`, `ts`, `c++` …), for `--lang` filters.
@@ -81,6 +168,17 @@ impl Language {
             "cpp" | "c++" | "cxx" => Language::Cpp,
             "markdown" | "md" => Language::Markdown,
             "text" | "txt" => Language::Text,
+            "ruby" | "rb" => Language::Ruby,
+            "php" => Language::Php,
+            "csharp" | "c#" | "cs" => Language::CSharp,
+            "kotlin" | "kt" => Language::Kotlin,
+            "swift" => Language::Swift,
+            "scala" => Language::Scala,
+            "elixir" | "ex" => Language::Elixir,
+            "lua" => Language::Lua,
+            "bash" | "sh" | "shell" | "zsh" => Language::Bash,
+            "zig" => Language::Zig,
+            "haskell" | "hs" => Language::Haskell,
             _ => return None,
         };
         Some(lang)
@@ -100,6 +198,17 @@ impl Language {
             Language::Cpp => "cpp",
             Language::Markdown => "markdown",
             Language::Text => "text",
+            Language::Ruby => "ruby",
+            Language::Php => "php",
+            Language::CSharp => "csharp",
+            Language::Kotlin => "kotlin",
+            Language::Swift => "swift",
+            Language::Scala => "scala",
+            Language::Elixir => "elixir",
+            Language::Lua => "lua",
+            Language::Bash => "bash",
+            Language::Zig => "zig",
+            Language::Haskell => "haskell",
         }
     }
 
@@ -115,6 +224,19 @@ impl Language {
             Language::Java => tree_sitter_java::LANGUAGE,
             Language::C => tree_sitter_c::LANGUAGE,
             Language::Cpp => tree_sitter_cpp::LANGUAGE,
+            Language::Ruby => tree_sitter_ruby::LANGUAGE,
+            // The grammar for files that mix HTML and `<?php … ?>` (LANGUAGE_PHP_ONLY expects
+            // pure PHP without the opening tag).
+            Language::Php => tree_sitter_php::LANGUAGE_PHP,
+            Language::CSharp => tree_sitter_c_sharp::LANGUAGE,
+            Language::Kotlin => tree_sitter_kotlin_ng::LANGUAGE,
+            Language::Swift => tree_sitter_swift::LANGUAGE,
+            Language::Scala => tree_sitter_scala::LANGUAGE,
+            Language::Elixir => tree_sitter_elixir::LANGUAGE,
+            Language::Lua => tree_sitter_lua::LANGUAGE,
+            Language::Bash => tree_sitter_bash::LANGUAGE,
+            Language::Zig => tree_sitter_zig::LANGUAGE,
+            Language::Haskell => tree_sitter_haskell::LANGUAGE,
             Language::Markdown | Language::Text => return None,
         };
         Some(lang_fn.into())
@@ -149,9 +271,31 @@ pub const TEST_MARKERS: &[&str] = &[
 ];
 
 /// Tests, examples, benchmarks, mocks, fixtures: by a path component or a file-name part
-/// (`test_x.py`, `x_test.go`, `x.spec.ts`, `tests/…`).
+/// (`test_x.py`, `x_test.go`, `x.spec.ts`, `tests/…`), and in the languages whose test files are
+/// named in CamelCase by a `Test`/`Tests`/`Spec`/`Specs` suffix (`ParserTest.kt`,
+/// `ParserTests.cs`, `ParserSpec.scala`).
 pub fn is_test_like(path: &str) -> bool {
-    path.split('/').any(is_test_name)
+    path.split('/').any(is_test_name) || is_camel_case_test_file(path)
+}
+
+/// `ParserTest.kt`, `ParserTests.swift`, `ParserSpec.hs`: the suffix after a lower-case letter or
+/// digit (`Contest.kt`, `Latest.cs` are not tests). Only for the languages added with issue 53:
+/// Java's `ParserTest.java` would qualify as well, but the learned ranking's test feature was
+/// fitted on the nine languages as they were read before (their tests live under `test/` dirs
+/// anyway); extend it to Java when the fusion is next refitted.
+fn is_camel_case_test_file(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let camel_case_tests = matches!(
+        Language::from_path(Path::new(name)),
+        Language::CSharp | Language::Kotlin | Language::Swift | Language::Scala | Language::Php | Language::Haskell
+    );
+    let stem = name.split('.').next().unwrap_or(name);
+    camel_case_tests
+        && ["Test", "Tests", "Spec", "Specs"].iter().any(|suffix| {
+            stem.strip_suffix(suffix)
+                .and_then(|head| head.chars().last())
+                .is_some_and(|c| c.is_lowercase() || c.is_ascii_digit())
+        })
 }
 
 /// A container path with a test-like component (`parser::tests`, `test_utils.Helpers`): Rust
@@ -171,4 +315,112 @@ pub fn is_declaration_file(path: &str) -> bool {
 
 fn is_test_name(name: &str) -> bool {
     name.split(['.', '_', '-']).any(|part| TEST_MARKERS.contains(&part.to_ascii_lowercase().as_str()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_codes_of_the_first_languages_never_move() {
+        let first = [
+            Language::Rust,
+            Language::Python,
+            Language::JavaScript,
+            Language::TypeScript,
+            Language::Tsx,
+            Language::Go,
+            Language::Java,
+            Language::C,
+            Language::Cpp,
+            Language::Markdown,
+            Language::Text,
+        ];
+        for (code, language) in first.into_iter().enumerate() {
+            assert_eq!(language.to_u8() as usize, code, "{language}");
+        }
+        for language in Language::ALL {
+            assert_eq!(Language::from_u8(language.to_u8()), language);
+            assert_eq!(Language::from_name(language.name()), Some(language), "{language}");
+            assert_eq!(serde_json::to_value(language).ok(), Some(serde_json::json!(language.name())));
+            let chunked_by_lines = matches!(language, Language::Markdown | Language::Text);
+            assert_eq!(language.grammar().is_none(), chunked_by_lines, "{language}");
+        }
+    }
+
+    #[test]
+    fn files_are_known_by_extension_and_well_known_name() {
+        let cases = [
+            ("lib/rack/builder.rb", Language::Ruby),
+            ("Rakefile", Language::Ruby),
+            ("app/Gemfile", Language::Ruby),
+            ("rack.gemspec", Language::Ruby),
+            ("lib/tasks/db.rake", Language::Ruby),
+            ("config.ru", Language::Ruby),
+            ("src/Controller.php", Language::Php),
+            ("Cache.cs", Language::CSharp),
+            ("Cache.kt", Language::Kotlin),
+            ("build.gradle.kts", Language::Kotlin),
+            ("Sources/Cache.swift", Language::Swift),
+            ("Cache.scala", Language::Scala),
+            ("build.sc", Language::Scala),
+            ("lib/cache.ex", Language::Elixir),
+            ("test/cache_test.exs", Language::Elixir),
+            ("init.lua", Language::Lua),
+            ("deploy.sh", Language::Bash),
+            ("x.bash", Language::Bash),
+            ("x.zsh", Language::Bash),
+            ("/home/me/.bashrc", Language::Bash),
+            ("std/mem.zig", Language::Zig),
+            ("src/Data/Cache.hs", Language::Haskell),
+            ("README", Language::Text),
+        ];
+        for (path, language) in cases {
+            assert_eq!(Language::from_path(Path::new(path)), language, "{path}");
+        }
+    }
+
+    #[test]
+    fn scripts_without_an_extension_are_known_by_their_shebang() {
+        let cases = [
+            ("#!/bin/bash\necho hi\n", Some(Language::Bash)),
+            ("#!/usr/bin/env bash\n", Some(Language::Bash)),
+            ("#!/bin/sh -e\n", Some(Language::Bash)),
+            ("#! /usr/bin/env ruby\n", Some(Language::Ruby)),
+            ("#!/usr/bin/env -S python3.12 -u\n", Some(Language::Python)),
+            ("#!/usr/bin/env LUA_PATH=x lua5.4\n", Some(Language::Lua)),
+            ("#!/usr/bin/env elixir\n", Some(Language::Elixir)),
+            ("#!/usr/bin/perl\n", None),
+            ("# not a shebang\n", None),
+            ("", None),
+        ];
+        for (text, language) in cases {
+            assert_eq!(Language::from_shebang(text), language, "{text:?}");
+        }
+        // The path wins when it says something; the `#!` line only names files it says nothing of.
+        assert_eq!(Language::detect(Path::new("bin/deploy"), "#!/bin/bash\n"), Language::Bash);
+        assert_eq!(Language::detect(Path::new("tool.py"), "#!/bin/bash\n"), Language::Python);
+        assert_eq!(Language::detect(Path::new("notes"), "plain words\n"), Language::Text);
+    }
+
+    #[test]
+    fn test_files_of_the_new_languages_are_recognised() {
+        for path in [
+            "spec/rack/builder_spec.rb",
+            "test/cache_test.exs",
+            "Tests/CacheTests/CacheTests.swift",
+            "src/CacheTest.kt",
+            "src/CacheSpec.scala",
+            "Cache.Tests/CacheTests.cs",
+            "tests/ParserTest.php",
+            "spec/cache_spec.lua",
+            "lua/cache_test.lua",
+            "test/CacheSpec.hs",
+        ] {
+            assert!(is_test_like(path), "{path}");
+        }
+        for path in ["src/Contest.kt", "src/Latest.cs", "src/Manifest.swift", "lib/request.rb", "src/ParserTest.java"] {
+            assert!(!is_test_like(path), "{path}");
+        }
+    }
 }

@@ -148,7 +148,7 @@ fn members_named(snapshots: &[(PathBuf, Arc<Snapshot>)], name: &str, wanted: &st
 pub fn file_outline(root: &Path, path: &str) -> Vec<Definition> {
     let absolute = crate::walk::resolve(root, path);
     let Ok(text) = std::fs::read_to_string(&absolute) else { return Vec::new() };
-    outline(&text, crate::lang::Language::from_path(&absolute), &ChunkConfig::default())
+    outline(&text, crate::lang::Language::detect(&absolute, &text), &ChunkConfig::default())
 }
 
 /// The definitions nested in `container` (its members: methods, fields of languages that

@@ -170,7 +170,7 @@ fn outline_answer(
         return Err(format!("{relative} is too large to outline ({size} bytes)"));
     }
     let text = std::fs::read_to_string(&absolute).map_err(|e| format!("cannot read {relative}: {e}"))?;
-    let language = Language::from_path(&absolute);
+    let language = Language::detect(&absolute, &text);
     if language.grammar().is_none() && language != Language::Markdown {
         return Err(format!("{relative} has no syntax tree raggrep can read ({} file)", language.name()));
     }

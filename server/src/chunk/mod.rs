@@ -155,14 +155,15 @@ impl Chunk {
     pub fn symbol_path(&self) -> Option<String> {
         let symbol = self.symbol.as_deref()?;
         Some(match self.container.as_deref() {
-            Some(container) => format!("{container}{}{symbol}", path_separator(self.language)),
+            Some(container) => format!("{container}{}{symbol}", member_separator(self.language, self.kind)),
             None => symbol.to_string(),
         })
     }
 }
 
 /// Lines of code in a chunk's text: lines that are not blank, not comments (a line starting
-/// with `//`, `/*`, `*`, `*/` or `#`, in any language) and not inside a Python docstring.
+/// with `//`, `/*`, `*`, `*/` or `#`, in any language; `--` in Lua and Haskell) and not inside a
+/// Python docstring.
 ///
 /// The learned fusion's length feature. A chunk's line span counts its doc comment, so a
 /// documented function looked longer than the same code undocumented; the retrieval
@@ -196,27 +197,41 @@ pub fn code_lines(text: &str, language: Language) -> u32 {
         if ["//", "#", "*", "/*", "*/"].iter().any(|marker| line.starts_with(marker)) {
             continue;
         }
+        if matches!(language, Language::Lua | Language::Haskell) && line.starts_with("--") {
+            continue;
+        }
         count += 1;
     }
     count
 }
 
-/// How container paths are joined in each language (`Shard::open`, `Shard.open`).
+/// How container paths are joined in each language (`Shard::open`, `Shard.open`,
+/// `Rack::Builder`, `Parser::parse` in PHP).
 pub(crate) fn path_separator(language: Language) -> &'static str {
     match language {
-        Language::Rust | Language::Cpp => "::",
+        Language::Rust | Language::Cpp | Language::Ruby | Language::Php => "::",
         Language::Markdown => " > ",
         _ => ".",
     }
 }
 
-/// `container::symbol` (in the language's own separator), `symbol` alone at top level, `None`
-/// for an anonymous chunk.
-pub(crate) fn qualified_name(container: &str, symbol: &str, language: Language) -> Option<String> {
+/// How a definition of `kind` joins its container path: the path separator, except for Ruby's
+/// methods, written `Rack::Builder.call` (Ruby's own `#call` for instance methods is not one
+/// of the separators identifier queries and `find_symbol` read, `::` and `.`).
+pub(crate) fn member_separator(language: Language, kind: ChunkKind) -> &'static str {
+    match (language, kind) {
+        (Language::Ruby, ChunkKind::Function | ChunkKind::Method) => ".",
+        _ => path_separator(language),
+    }
+}
+
+/// `container::symbol` (in the language's own separator for a `kind` of definition), `symbol`
+/// alone at top level, `None` for an anonymous chunk.
+pub(crate) fn qualified_name(container: &str, symbol: &str, kind: ChunkKind, language: Language) -> Option<String> {
     match (container.is_empty(), symbol.is_empty()) {
         (_, true) => None,
         (true, false) => Some(symbol.to_string()),
-        (false, false) => Some(format!("{container}{}{symbol}", path_separator(language))),
+        (false, false) => Some(format!("{container}{}{symbol}", member_separator(language, kind))),
     }
 }
 
@@ -239,8 +254,9 @@ impl Default for ChunkConfig {
     }
 }
 
-/// Bumped when the chunker's output changes for the same input and settings.
-const CHUNKER_VERSION: u32 = 6;
+/// Bumped when the chunker's output changes for the same input and settings. 7: Ruby, PHP, C#,
+/// Kotlin, Swift, Scala, Elixir, Lua, shell, Zig and Haskell by syntax; scripts by their `#!`.
+const CHUNKER_VERSION: u32 = 7;
 
 /// Everything that decides which chunks a file becomes and what text each embeds, as one string
 /// stored in the manifest: an index made with another recipe is chunked again.
@@ -332,7 +348,7 @@ pub fn outline(text: &str, language: Language, config: &ChunkConfig) -> Vec<Defi
         .map(|(kind, name, container, range)| Definition {
             kind,
             symbol: match container {
-                Some(container) => format!("{container}{}{name}", path_separator(language)),
+                Some(container) => format!("{container}{}{name}", member_separator(language, kind)),
                 None => name,
             },
             start_line: lines.line_of(range.start),
@@ -385,7 +401,9 @@ pub fn chunk_file(path: &str, text: &str, language: Language, config: &ChunkConf
 fn cover_gaps(text: &str, mut pieces: Vec<Piece>) -> Vec<Piece> {
     pieces.sort_by_key(|p| (p.range.start, p.range.end));
     let mut out = Vec::with_capacity(pieces.len());
-    let mut covered = 0;
+    // A byte-order mark (C# files often start with one) is no code of its own: the first piece
+    // covers its line.
+    let mut covered = if text.starts_with('\u{feff}') { '\u{feff}'.len_utf8() } else { 0 };
     for piece in pieces {
         if piece.range.start > covered && !text[covered..piece.range.start].trim().is_empty() {
             out.push(Piece { range: covered..piece.range.start, kind: ChunkKind::Code, symbol: None, container: None });

@@ -197,14 +197,25 @@ fn collect_definitions(node: Node<'_>, language: Language, text: &str, scope: &S
                     ChunkKind::Function if scope.in_type || def.container.is_some() => ChunkKind::Method,
                     kind => kind,
                 };
-                let container = def.container.clone().or_else(|| scope.container.clone());
+                let container = container_of(&def, scope, language);
                 if let Some(name) = &def.name {
-                    out.push((kind, name.clone(), container.clone(), child.start_byte()..child.end_byte()));
+                    let range = child.start_byte()..child.end_byte();
+                    match out.last_mut() {
+                        // The clauses of one function are one definition (see `Def::signature`).
+                        Some(last)
+                            if def.signature
+                                && matches!(language, Language::Elixir | Language::Haskell)
+                                && (last.0, &last.1, &last.2) == (kind, name, &container) =>
+                        {
+                            last.3.end = range.end;
+                        }
+                        _ => out.push((kind, name.clone(), container.clone(), range)),
+                    }
                 }
                 if let Some(body) = def.body {
                     let inner = Scope {
                         container: nested(container.as_deref(), def.name.as_deref(), language),
-                        in_type: !matches!(kind, ChunkKind::Module),
+                        in_type: members_are_methods(kind, language),
                     };
                     collect_definitions(body, language, text, &inner, out);
                 }
@@ -311,10 +322,15 @@ struct Def<'t> {
     /// An explicit container from the definition itself (`impl Foo`'s methods, Go receivers,
     /// `Foo::bar` in C++), overriding the enclosing one.
     container: Option<String>,
+    /// A qualifier the definition's own name carries, under the enclosing container: `Lint` of
+    /// Ruby's `class Lint::Checker`, `MyApp` of Elixir's `defmodule MyApp.Cache`.
+    qualifier: Option<String>,
     /// For containers: the node whose children are the members.
     body: Option<Node<'t>>,
     /// A bodiless overload signature (TypeScript `function f(a: string): T;`, Python
-    /// `@overload`): it joins the same-named definitions right after it into one chunk.
+    /// `@overload`), or one clause of a function written as several (Elixir's `def f(0)` then
+    /// `def f(n)`, Haskell's type signature and equations): it joins the same-named definitions
+    /// right after it into one chunk.
     signature: bool,
 }
 
@@ -339,6 +355,18 @@ impl Scope {
     fn object(&self, name: Option<&str>, language: Language) -> Scope {
         Scope { container: nested(self.container.as_deref(), name, language), in_type: true }
     }
+}
+
+/// Whether the functions inside a container of `kind` are methods: in every container but a
+/// module, and in a Ruby module too (a mixin: its `def`s become the including class's methods).
+fn members_are_methods(kind: ChunkKind, language: Language) -> bool {
+    kind != ChunkKind::Module || language == Language::Ruby
+}
+
+/// The container path of a definition: its own explicit one, or the enclosing one with the
+/// definition's qualifier under it.
+fn container_of(def: &Def<'_>, scope: &Scope, language: Language) -> Option<String> {
+    def.container.clone().or_else(|| nested(scope.container.as_deref(), def.qualifier.as_deref(), language))
 }
 
 /// The container path of what is inside `name` (a container, or an object) within `outer`.
@@ -566,7 +594,7 @@ impl<'a> Splitter<'a> {
             ChunkKind::Function if scope.in_type || def.container.is_some() => ChunkKind::Method,
             kind => kind,
         };
-        let container = def.container.clone().or_else(|| scope.container.clone());
+        let container = container_of(&def, scope, self.language);
         if self.tokens(&range) <= self.config.max_tokens {
             self.push(range, kind, def.name, container, RawRole::Definition);
             return;
@@ -582,7 +610,7 @@ impl<'a> Splitter<'a> {
             );
             let inner = Scope {
                 container: nested(container.as_deref(), def.name.as_deref(), self.language),
-                in_type: !matches!(kind, ChunkKind::Module),
+                in_type: members_are_methods(kind, self.language),
             };
             self.visit_children(body, &inner);
             if body.end_byte() < range.end {
@@ -753,8 +781,7 @@ impl<'a> Splitter<'a> {
             if raw.role == RawRole::Other
                 && let Some(prev) = out.last_mut()
             {
-                let punctuation_only =
-                    self.text[raw.range.clone()].chars().all(|c| c.is_whitespace() || "{}()[];,".contains(c));
+                let punctuation_only = closing_only(&self.text[raw.range.clone()]);
                 let mergeable = matches!(prev.role, RawRole::Other | RawRole::ContainerHeader)
                     && prev.container == raw.container
                     && prev.tokens + raw.tokens <= max;
@@ -823,6 +850,12 @@ impl<'a> Splitter<'a> {
     }
 }
 
+/// Punctuation (`}`, `);`) or the keywords that open and close a block in Ruby, Lua and Elixir
+/// (`do`, `end`): a scrap that belongs to the code before it.
+fn closing_only(text: &str) -> bool {
+    text.split_whitespace().all(|word| matches!(word.trim_matches(|c| "{}()[];,".contains(c)), "" | "end" | "do"))
+}
+
 fn text_of(node: Node<'_>, text: &str) -> String {
     text[node.start_byte()..node.end_byte()].to_string()
 }
@@ -832,11 +865,11 @@ fn field_text(node: Node<'_>, field: &str, text: &str) -> Option<String> {
 }
 
 fn def(kind: ChunkKind, name: Option<String>) -> Role<'static> {
-    Role::Definition(Def { kind, name, container: None, body: None, signature: false })
+    Role::Definition(Def { kind, name, container: None, qualifier: None, body: None, signature: false })
 }
 
 fn container<'t>(kind: ChunkKind, name: Option<String>, body: Option<Node<'t>>) -> Role<'t> {
-    Role::Definition(Def { kind, name, container: None, body, signature: false })
+    Role::Definition(Def { kind, name, container: None, qualifier: None, body, signature: false })
 }
 
 /// `Foo<T>` → `Foo`; `crate::a::Foo` → `Foo`; `&'a mut Foo<W>` → `Foo` (the last path segment
@@ -856,6 +889,17 @@ fn classify<'t>(language: Language, node: Node<'t>, text: &str) -> Role<'t> {
         Language::Go => classify_go(node, text),
         Language::Java => classify_java(node, text),
         Language::C | Language::Cpp => classify_c(node, text),
+        Language::Ruby => classify_ruby(node, text),
+        Language::Php => classify_php(node, text),
+        Language::CSharp => classify_csharp(node, text),
+        Language::Kotlin => classify_kotlin(node, text),
+        Language::Swift => classify_swift(node, text),
+        Language::Scala => classify_scala(node, text),
+        Language::Elixir => classify_elixir(node, text),
+        Language::Lua => classify_lua(node, text),
+        Language::Bash => classify_bash(node, text),
+        Language::Zig => classify_zig(node, text),
+        Language::Haskell => classify_haskell(node, text),
         Language::Markdown | Language::Text => Role::Other,
     }
 }
@@ -1019,6 +1063,7 @@ fn classify_go<'t>(node: Node<'t>, text: &str) -> Role<'t> {
                 kind: ChunkKind::Method,
                 name: field_text(node, "name", text),
                 container: receiver,
+                qualifier: None,
                 body: None,
                 signature: false,
             })
@@ -1063,7 +1108,14 @@ fn classify_c<'t>(node: Node<'t>, text: &str) -> Role<'t> {
                 Some((c, n)) => (Some(c.to_string()), Some(n.to_string())),
                 None => (None, full),
             };
-            Role::Definition(Def { kind: ChunkKind::Function, name, container, body: None, signature: false })
+            Role::Definition(Def {
+                kind: ChunkKind::Function,
+                name,
+                container,
+                qualifier: None,
+                body: None,
+                signature: false,
+            })
         }
         "template_declaration" => {
             let mut cursor = node.walk();
@@ -1153,4 +1205,383 @@ fn find_descendant<'t>(node: Node<'t>, kind: &str) -> Option<Node<'t>> {
     let mut cursor = node.walk();
     let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
     children.into_iter().find_map(|c| find_descendant(c, kind))
+}
+
+/// A definition with a name and a qualifier split at the last `separator`: `Lint::Checker` →
+/// `Lint` + `Checker`; a plain name has none (nor has `::Checker`, rooted at the top).
+fn qualified_def<'t>(kind: ChunkKind, name: Option<String>, separator: &str, body: Option<Node<'t>>) -> Role<'t> {
+    let (qualifier, name) = match name.as_deref().and_then(|n| n.rsplit_once(separator)) {
+        Some((qualifier, last)) => {
+            let qualifier = qualifier.trim_start_matches(separator);
+            ((!qualifier.is_empty()).then(|| qualifier.to_string()), Some(last.to_string()))
+        }
+        None => (None, name),
+    };
+    Role::Definition(Def { kind, name, container: None, qualifier, body, signature: false })
+}
+
+/// The first child of `node` of one of `kinds` (a body that is no field of its node).
+fn child_of_kind<'t>(node: Node<'t>, kinds: &[&str]) -> Option<Node<'t>> {
+    let mut cursor = node.walk();
+    node.children(&mut cursor).find(|c| kinds.contains(&c.kind()))
+}
+
+/// A wrapper's body whose members belong to the scope around the wrapper: C#'s and PHP's
+/// `namespace X { … }` (names are not qualified by namespaces, as Java's are not by packages), a
+/// Kotlin companion object's members (`Cache.create()`).
+fn body_of(node: Node<'_>, wrappers: &[&str]) -> bool {
+    node.parent().is_some_and(|parent| wrappers.contains(&parent.kind()))
+}
+
+fn classify_ruby<'t>(node: Node<'t>, text: &str) -> Role<'t> {
+    let name = || field_text(node, "name", text);
+    match node.kind() {
+        "comment" => Role::Leading,
+        "class" => qualified_def(ChunkKind::Class, name(), "::", node.child_by_field_name("body")),
+        "module" => qualified_def(ChunkKind::Module, name(), "::", node.child_by_field_name("body")),
+        "method" => def(ChunkKind::Function, name()),
+        // `def self.parse` is the enclosing class's; `def Config.parse` names its class.
+        "singleton_method" => {
+            let object = field_text(node, "object", text).filter(|o| o != "self");
+            Role::Definition(Def {
+                kind: ChunkKind::Method,
+                name: name(),
+                container: object,
+                qualifier: None,
+                body: None,
+                signature: false,
+            })
+        }
+        // `class << self … end`: its methods are the class's own, chunked as its other members.
+        "singleton_class" => Role::Transparent,
+        "body_statement" if body_of(node, &["singleton_class"]) => Role::Transparent,
+        _ => Role::Other,
+    }
+}
+
+fn classify_php<'t>(node: Node<'t>, text: &str) -> Role<'t> {
+    let name = || field_text(node, "name", text);
+    let body = || node.child_by_field_name("body");
+    match node.kind() {
+        // Attributes (`#[Route(…)]`) are part of their declaration's node.
+        "comment" => Role::Leading,
+        "class_declaration" => container(ChunkKind::Class, name(), body()),
+        "interface_declaration" => container(ChunkKind::Interface, name(), body()),
+        "trait_declaration" => container(ChunkKind::Trait, name(), body()),
+        "enum_declaration" => container(ChunkKind::Enum, name(), body()),
+        "function_definition" => def(ChunkKind::Function, name()),
+        "method_declaration" => def(ChunkKind::Method, name()),
+        "namespace_definition" if body().is_some() => Role::Transparent,
+        "compound_statement" if body_of(node, &["namespace_definition"]) => Role::Transparent,
+        _ => Role::Other,
+    }
+}
+
+fn classify_csharp<'t>(node: Node<'t>, text: &str) -> Role<'t> {
+    let name = || field_text(node, "name", text);
+    let body = || node.child_by_field_name("body");
+    match node.kind() {
+        // Attributes (`[Obsolete]`) are part of their declaration's node.
+        "comment" => Role::Leading,
+        "class_declaration" | "record_declaration" => container(ChunkKind::Class, name(), body()),
+        "struct_declaration" => container(ChunkKind::Struct, name(), body()),
+        "interface_declaration" => container(ChunkKind::Interface, name(), body()),
+        "enum_declaration" => def(ChunkKind::Enum, name()),
+        "delegate_declaration" => def(ChunkKind::Type, name()),
+        "method_declaration" | "constructor_declaration" | "destructor_declaration" => def(ChunkKind::Method, name()),
+        "operator_declaration" => {
+            def(ChunkKind::Method, field_text(node, "operator", text).map(|op| format!("operator {op}")))
+        }
+        "namespace_declaration" | "preproc_if" | "preproc_else" | "preproc_elif" => Role::Transparent,
+        "declaration_list" if body_of(node, &["namespace_declaration"]) => Role::Transparent,
+        _ => Role::Other,
+    }
+}
+
+fn classify_kotlin<'t>(node: Node<'t>, text: &str) -> Role<'t> {
+    let name = || field_text(node, "name", text);
+    let body = || child_of_kind(node, &["class_body", "enum_class_body"]);
+    match node.kind() {
+        // Annotations are part of their declaration's node (its `modifiers`).
+        "line_comment" | "block_comment" => Role::Leading,
+        "class_declaration" => {
+            let enum_class = child_of_kind(node, &["modifiers"]).is_some_and(|m| {
+                let mut cursor = m.walk();
+                m.children(&mut cursor).any(|c| c.kind() == "class_modifier" && text_of(c, text) == "enum")
+            });
+            let kind = if child_of_kind(node, &["interface"]).is_some() {
+                ChunkKind::Interface
+            } else if enum_class {
+                ChunkKind::Enum
+            } else {
+                ChunkKind::Class
+            };
+            container(kind, name(), body())
+        }
+        "object_declaration" => container(ChunkKind::Class, name(), body()),
+        "companion_object" => match name() {
+            Some(name) => container(ChunkKind::Class, Some(name), body()),
+            None => Role::Transparent,
+        },
+        "class_body" if body_of(node, &["companion_object"]) => Role::Transparent,
+        // `fun String.shout()` extends `String`, as a Go method its receiver.
+        "function_declaration" => Role::Definition(Def {
+            kind: ChunkKind::Function,
+            name: name(),
+            container: kotlin_receiver(node, text),
+            qualifier: None,
+            body: None,
+            signature: false,
+        }),
+        "secondary_constructor" => def(ChunkKind::Method, Some("constructor".to_string())),
+        // The grammar calls the alias's name its `type`.
+        "type_alias" => def(ChunkKind::Type, field_text(node, "type", text)),
+        _ => Role::Other,
+    }
+}
+
+/// The receiver type of a Kotlin extension function (`List<T>.second` → `List`): the node
+/// before the `.` that precedes the name.
+fn kotlin_receiver(node: Node<'_>, text: &str) -> Option<String> {
+    let name = node.child_by_field_name("name")?;
+    let mut cursor = node.walk();
+    let mut previous: Option<Node<'_>> = None;
+    for child in node.children(&mut cursor) {
+        if child.start_byte() >= name.start_byte() {
+            break;
+        }
+        if child.kind() == "." {
+            return previous.map(|p| bare_type_name(&text_of(p, text)).trim_end_matches('?').to_string());
+        }
+        if child.is_named() {
+            previous = Some(child);
+        }
+    }
+    None
+}
+
+fn classify_swift<'t>(node: Node<'t>, text: &str) -> Role<'t> {
+    let name = || field_text(node, "name", text);
+    let body = || node.child_by_field_name("body");
+    match node.kind() {
+        // Attributes (`@discardableResult`) are part of their declaration's node.
+        "comment" | "multiline_comment" => Role::Leading,
+        "class_declaration" => {
+            let kind = match field_text(node, "declaration_kind", text).as_deref() {
+                Some("struct") => ChunkKind::Struct,
+                Some("enum") => ChunkKind::Enum,
+                Some("extension") => ChunkKind::Impl,
+                _ => ChunkKind::Class,
+            };
+            container(kind, name().map(|n| bare_type_name(&n)), body())
+        }
+        "protocol_declaration" => container(ChunkKind::Interface, name(), body()),
+        "function_declaration" | "protocol_function_declaration" => def(ChunkKind::Function, name()),
+        "init_declaration" => def(ChunkKind::Function, Some("init".to_string())),
+        "deinit_declaration" => def(ChunkKind::Function, Some("deinit".to_string())),
+        "subscript_declaration" => def(ChunkKind::Function, Some("subscript".to_string())),
+        "typealias_declaration" => def(ChunkKind::Type, name()),
+        _ => Role::Other,
+    }
+}
+
+fn classify_scala<'t>(node: Node<'t>, text: &str) -> Role<'t> {
+    let name = || field_text(node, "name", text);
+    let body = || node.child_by_field_name("body");
+    match node.kind() {
+        // Annotations are part of their definition's node.
+        "comment" | "block_comment" => Role::Leading,
+        "class_definition" | "object_definition" | "package_object" => container(ChunkKind::Class, name(), body()),
+        "trait_definition" => container(ChunkKind::Trait, name(), body()),
+        "enum_definition" => container(ChunkKind::Enum, name(), body()),
+        "function_definition" | "function_declaration" => def(ChunkKind::Function, name()),
+        "type_definition" => def(ChunkKind::Type, name()),
+        // `extension (s: String) { def shout … }` and `package a.b { … }`: their members stand
+        // in the scope around them.
+        "extension_definition" => Role::Transparent,
+        "package_clause" if body().is_some() => Role::Transparent,
+        "template_body" if body_of(node, &["package_clause"]) => Role::Transparent,
+        _ => Role::Other,
+    }
+}
+
+/// Elixir's documenting module attributes: they lead the definition after them (`@moduledoc`,
+/// `use`, `alias` stay the module's own code).
+const ELIXIR_LEADING_ATTRIBUTES: &[&str] = &["doc", "spec", "impl", "deprecated", "since", "decorate"];
+
+fn classify_elixir<'t>(node: Node<'t>, text: &str) -> Role<'t> {
+    match node.kind() {
+        "comment" => Role::Leading,
+        "unary_operator" => {
+            let attribute = node
+                .child_by_field_name("operand")
+                .filter(|_| field_text(node, "operator", text).as_deref() == Some("@"))
+                .and_then(|operand| match operand.kind() {
+                    "call" => field_text(operand, "target", text),
+                    "identifier" => Some(text_of(operand, text)),
+                    _ => None,
+                });
+            match attribute {
+                Some(name) if ELIXIR_LEADING_ATTRIBUTES.contains(&name.as_str()) => Role::Leading,
+                _ => Role::Other,
+            }
+        }
+        "call" => {
+            let Some(target) = node.child_by_field_name("target").filter(|t| t.kind() == "identifier") else {
+                return Role::Other;
+            };
+            let arguments = child_of_kind(node, &["arguments"]);
+            let first = arguments.and_then(|a| a.named_child(0));
+            let body = child_of_kind(node, &["do_block"]);
+            let module_name = || first.filter(|f| f.kind() == "alias").map(|f| text_of(f, text));
+            let clause = |kind| match first.and_then(|f| elixir_def_name(f, text)) {
+                Some(name) => def(kind, Some(name)).signature(),
+                None => Role::Other,
+            };
+            match text_of(target, text).as_str() {
+                "defmodule" => qualified_def(ChunkKind::Module, module_name(), ".", body),
+                "defprotocol" => qualified_def(ChunkKind::Interface, module_name(), ".", body),
+                // `defimpl Size, for: Map` defines the module `Size.Map`.
+                "defimpl" => {
+                    let name = match (module_name(), arguments.and_then(|a| elixir_keyword(a, "for", text))) {
+                        (Some(protocol), Some(target)) => Some(format!("{protocol}.{target}")),
+                        (name, _) => name,
+                    };
+                    qualified_def(ChunkKind::Impl, name, ".", body)
+                }
+                "def" | "defp" | "defdelegate" | "defguard" | "defguardp" | "defn" | "defnp" => {
+                    clause(ChunkKind::Function)
+                }
+                "defmacro" | "defmacrop" => clause(ChunkKind::Macro),
+                _ => Role::Other,
+            }
+        }
+        _ => Role::Other,
+    }
+}
+
+/// The name a `def` head defines: `name(args)`, `name(args) when guard`, a bare `name`.
+fn elixir_def_name(head: Node<'_>, text: &str) -> Option<String> {
+    match head.kind() {
+        "call" => field_text(head, "target", text),
+        "identifier" => Some(text_of(head, text)),
+        "binary_operator" if field_text(head, "operator", text).as_deref() == Some("when") => {
+            elixir_def_name(head.child_by_field_name("left")?, text)
+        }
+        _ => None,
+    }
+}
+
+/// The value of keyword `key` (`for: Map`) among a call's arguments.
+fn elixir_keyword(arguments: Node<'_>, key: &str, text: &str) -> Option<String> {
+    let keywords = child_of_kind(arguments, &["keywords"])?;
+    let mut cursor = keywords.walk();
+    let pair = keywords
+        .named_children(&mut cursor)
+        .find(|pair| field_text(*pair, "key", text).is_some_and(|k| k.trim().trim_end_matches(':').trim() == key))?;
+    field_text(pair, "value", text)
+}
+
+fn classify_lua<'t>(node: Node<'t>, text: &str) -> Role<'t> {
+    match node.kind() {
+        "comment" => Role::Leading,
+        // `function M.new()`, `function Cache:get()`, `local function helper()`.
+        "function_declaration" => match node.child_by_field_name("name") {
+            Some(name) => lua_function(name, text),
+            None => Role::Other,
+        },
+        // `local compute = function … end`.
+        "variable_declaration" => match child_of_kind(node, &["assignment_statement"]) {
+            Some(assignment) => classify_lua(assignment, text),
+            None => Role::Other,
+        },
+        // `M.put = function … end`: one target, one function value.
+        "assignment_statement" => {
+            let (Some(targets), Some(values)) =
+                (child_of_kind(node, &["variable_list"]), child_of_kind(node, &["expression_list"]))
+            else {
+                return Role::Other;
+            };
+            let function_value = values.named_child_count() == 1
+                && values.named_child(0).is_some_and(|v| v.kind() == "function_definition");
+            match targets.named_child(0) {
+                Some(target) if function_value && targets.named_child_count() == 1 => lua_function(target, text),
+                _ => Role::Other,
+            }
+        }
+        _ => Role::Other,
+    }
+}
+
+/// A function named by `name`, `table.name` or `table:name` (the table is its container).
+fn lua_function(name: Node<'_>, text: &str) -> Role<'static> {
+    let (container, name) = match name.kind() {
+        "identifier" => (None, Some(text_of(name, text))),
+        "dot_index_expression" => (field_text(name, "table", text), field_text(name, "field", text)),
+        "method_index_expression" => (field_text(name, "table", text), field_text(name, "method", text)),
+        _ => return Role::Other,
+    };
+    Role::Definition(Def { kind: ChunkKind::Function, name, container, qualifier: None, body: None, signature: false })
+}
+
+fn classify_bash<'t>(node: Node<'t>, text: &str) -> Role<'t> {
+    match node.kind() {
+        "comment" => Role::Leading,
+        "function_definition" => def(ChunkKind::Function, field_text(node, "name", text)),
+        _ => Role::Other,
+    }
+}
+
+fn classify_zig<'t>(node: Node<'t>, text: &str) -> Role<'t> {
+    match node.kind() {
+        // `///` doc comments and `//` comments alike.
+        "comment" => Role::Leading,
+        "function_declaration" => def(ChunkKind::Function, field_text(node, "name", text)),
+        // `const Cache = struct { … };`: a type is a value bound to a name.
+        "variable_declaration" => {
+            let name = child_of_kind(node, &["identifier"]).map(|n| text_of(n, text));
+            let value = child_of_kind(
+                node,
+                &[
+                    "struct_declaration",
+                    "union_declaration",
+                    "enum_declaration",
+                    "opaque_declaration",
+                    "error_set_declaration",
+                ],
+            );
+            match value.map(|v| (v.kind(), v)) {
+                Some(("struct_declaration" | "union_declaration", v)) => container(ChunkKind::Struct, name, Some(v)),
+                Some(("enum_declaration", v)) => container(ChunkKind::Enum, name, Some(v)),
+                Some(("opaque_declaration", v)) => container(ChunkKind::Type, name, Some(v)),
+                Some(_) => def(ChunkKind::Type, name),
+                None => Role::Other,
+            }
+        }
+        _ => Role::Other,
+    }
+}
+
+fn classify_haskell<'t>(node: Node<'t>, text: &str) -> Role<'t> {
+    let name = || field_text(node, "name", text);
+    match node.kind() {
+        "comment" | "haddock" | "pragma" => Role::Leading,
+        // The module's imports and declarations sit in one node each.
+        "imports" | "declarations" => Role::Transparent,
+        // A type signature and the equations after it are one function.
+        "signature" | "function" | "bind" => match name() {
+            Some(name) => def(ChunkKind::Function, Some(name)).signature(),
+            None => Role::Other,
+        },
+        "data_type" | "newtype" | "type_synonym" | "type_family" | "data_family" => def(ChunkKind::Type, name()),
+        "class" => container(ChunkKind::Trait, name(), node.child_by_field_name("declarations")),
+        // `instance Show (Tree a)` is named by its type, as Rust's `impl Display for Tree`.
+        "instance" => {
+            let head = field_text(node, "patterns", text).and_then(|p| {
+                p.split(|c: char| c.is_whitespace() || c == '(' || c == ')').find(|w| !w.is_empty()).map(str::to_string)
+            });
+            container(ChunkKind::Impl, head.or_else(name), node.child_by_field_name("declarations"))
+        }
+        _ => Role::Other,
+    }
 }

@@ -848,3 +848,957 @@ fn code_lines_leave_out_comments_blanks_and_docstrings() {
     assert_eq!(code_lines("let s = 1;\n\"\"\"\nx\n", Language::Rust), 3);
     assert_eq!(code_lines("", Language::Rust), 0);
 }
+
+/// Every file listed (one path a line) in the file `RAGGREP_CHUNK_CORPUS` names, chunked with
+/// the invariants checked: `RAGGREP_CHUNK_CORPUS=list cargo test --lib -- --ignored real_corpus
+/// --nocapture`. Prints, per language, files, chunks and the share of chunks with a symbol.
+#[test]
+#[ignore = "needs a corpus on disk"]
+#[allow(clippy::print_stdout)] // Run by hand: its report is what it prints.
+fn real_corpus() {
+    let Ok(list) = std::env::var("RAGGREP_CHUNK_CORPUS") else { return };
+    let list = std::fs::read_to_string(list).expect("the corpus list");
+    let mut stats: std::collections::BTreeMap<&str, (usize, usize, usize)> = Default::default();
+    for path in list.lines().filter(|l| !l.trim().is_empty()) {
+        let Ok(text) = std::fs::read_to_string(path) else { continue };
+        let language = Language::detect(std::path::Path::new(path), &text);
+        let started = std::time::Instant::now();
+        let chunks = chunk_file(path, &text, language, &ChunkConfig::default());
+        let elapsed = started.elapsed();
+        check_invariants(&text, &chunks);
+        for chunk in &chunks {
+            let tokens = estimate_tokens(chunk.text(&text));
+            if tokens > ChunkConfig::default().max_tokens {
+                println!("over budget: {path}:{}-{} {tokens} {:?}", chunk.start_line, chunk.end_line, chunk.kind);
+            }
+        }
+        if elapsed > std::time::Duration::from_millis(500) {
+            println!("slow: {path} {elapsed:?}");
+        }
+        let entry = stats.entry(language.name()).or_default();
+        entry.0 += 1;
+        entry.1 += chunks.len();
+        entry.2 += chunks.iter().filter(|c| c.symbol.is_some()).count();
+    }
+    for (language, (files, chunks, named)) in stats {
+        println!("{language}: {files} files, {chunks} chunks, {named} named");
+    }
+}
+
+// Issue 53: the languages after the first nine. Each snippet is chunked (snapshot, invariants)
+// and outlined (every definition with its qualified name, as `find_symbol` and MCP `outline` see it).
+
+/// The outline as `kind qualified-name` lines.
+fn outline_of(language: Language, text: &str) -> Vec<String> {
+    outline(text, language, &ChunkConfig::default())
+        .into_iter()
+        .map(|d| format!("{} {}", d.kind.name(), d.symbol))
+        .collect()
+}
+
+/// Chunks with a budget small enough that every container is opened: `kind symbol_path` of the
+/// named ones (members carry their container).
+fn members_of(language: Language, text: &str) -> Vec<String> {
+    let config = ChunkConfig { max_tokens: 24, ..ChunkConfig::default() };
+    let chunks = chunk_file("fixture", text, language, &config);
+    check_invariants(text, &chunks);
+    let mut out: Vec<String> = Vec::new();
+    for chunk in &chunks {
+        let Some(path) = chunk.symbol_path() else { continue };
+        let line = format!("{} {path}", chunk.kind.name());
+        if out.last() != Some(&line) {
+            out.push(line);
+        }
+    }
+    out
+}
+
+const RUBY: &str = r#"# frozen_string_literal: true
+
+require "set"
+
+module Rack
+  # Builds a Rack application from middleware.
+  class Builder
+    attr_reader :app
+
+    # Creates a builder.
+    def initialize(default_app = nil, &block)
+      @use = []
+      @run = default_app
+      instance_eval(&block) if block_given?
+    end
+
+    # Parses a config file.
+    def self.parse_file(path)
+      new.tap { |b| b.instance_eval(File.read(path)) }
+    end
+
+    class << self
+      def app(default_app = nil, &block)
+        new(default_app, &block).to_app
+      end
+    end
+
+    def call(env)
+      to_app.call(env)
+    end
+
+    def valid?
+      !@run.nil?
+    end
+  end
+
+  class Lint::Checker < Base
+    def check!; end
+  end
+end
+
+def helper(x)
+  x * 2
+end
+"#;
+
+#[test]
+fn ruby_definitions() {
+    insta::assert_snapshot!(check(Language::Ruby, RUBY));
+    assert_eq!(
+        outline_of(Language::Ruby, RUBY),
+        [
+            "module Rack",
+            "class Rack::Builder",
+            "method Rack::Builder.initialize",
+            "method Rack::Builder.parse_file",
+            "method Rack::Builder.app",
+            "method Rack::Builder.call",
+            "method Rack::Builder.valid?",
+            "class Rack::Lint::Checker",
+            "method Rack::Lint::Checker.check!",
+            "function helper"
+        ]
+    );
+    assert_eq!(
+        members_of(Language::Ruby, RUBY),
+        [
+            "class Rack::Builder",
+            "method Rack::Builder.initialize",
+            "method Rack::Builder.parse_file",
+            "method Rack::Builder.app",
+            "method Rack::Builder.call",
+            "method Rack::Builder.valid?",
+            "class Rack::Lint::Checker",
+            "function helper"
+        ]
+    );
+}
+
+const PHP: &str = r#"<?php
+
+namespace App\Http;
+
+use Psr\Log\LoggerInterface;
+
+/**
+ * Handles requests.
+ */
+#[Attribute]
+final class Controller extends Base implements Handler
+{
+    private LoggerInterface $logger;
+
+    public function __construct(LoggerInterface $logger)
+    {
+        $this->logger = $logger;
+    }
+
+    /** Shows one item. */
+    public function show(int $id): string
+    {
+        return "item $id";
+    }
+
+    public static function create(): self
+    {
+        return new self(new NullLogger());
+    }
+}
+
+interface Handler
+{
+    public function handle(Request $request): Response;
+}
+
+trait Greets
+{
+    public function greet(): string { return "hi"; }
+}
+
+enum Suit: string
+{
+    case Hearts = 'H';
+    public function label(): string { return ucfirst($this->name); }
+}
+
+function helper(array $items): int
+{
+    return count($items);
+}
+"#;
+
+#[test]
+fn php_definitions() {
+    insta::assert_snapshot!(check(Language::Php, PHP));
+    assert_eq!(
+        outline_of(Language::Php, PHP),
+        [
+            "class Controller",
+            "method Controller::__construct",
+            "method Controller::show",
+            "method Controller::create",
+            "interface Handler",
+            "method Handler::handle",
+            "trait Greets",
+            "method Greets::greet",
+            "enum Suit",
+            "method Suit::label",
+            "function helper"
+        ]
+    );
+    assert_eq!(
+        members_of(Language::Php, PHP),
+        [
+            "class Controller",
+            "method Controller::__construct",
+            "method Controller::show",
+            "method Controller::create",
+            "interface Handler",
+            "trait Greets",
+            "enum Suit",
+            "method Suit::label",
+            "function helper"
+        ]
+    );
+}
+
+const CSHARP: &str = r#"using System;
+using System.Collections.Generic;
+
+namespace Example.Store
+{
+    /// <summary>A key-value cache.</summary>
+    [Serializable]
+    public class Cache<T> : ICache<T>
+    {
+        private readonly Dictionary<string, T> items = new();
+
+        /// <summary>Creates a cache.</summary>
+        public Cache(int size)
+        {
+            Size = size;
+        }
+
+        public int Size { get; }
+
+        [Obsolete("use TryGet")]
+        public T Get(string key) => items[key];
+
+        public bool TryGet(string key, out T value)
+        {
+            return items.TryGetValue(key, out value);
+        }
+
+        private class Entry
+        {
+            public void Touch() { }
+        }
+    }
+
+    public interface ICache<T>
+    {
+        T Get(string key);
+    }
+
+    public struct Point { public int X; }
+
+    public enum Color { Red, Green }
+
+    public record Person(string Name);
+}
+"#;
+
+#[test]
+fn csharp_definitions() {
+    insta::assert_snapshot!(check(Language::CSharp, CSHARP));
+    assert_eq!(
+        outline_of(Language::CSharp, CSHARP),
+        [
+            "class Cache",
+            "method Cache.Cache",
+            "method Cache.Get",
+            "method Cache.TryGet",
+            "class Cache.Entry",
+            "method Cache.Entry.Touch",
+            "interface ICache",
+            "method ICache.Get",
+            "struct Point",
+            "enum Color",
+            "class Person"
+        ]
+    );
+    assert_eq!(
+        members_of(Language::CSharp, CSHARP),
+        [
+            "class Cache",
+            "method Cache.Cache",
+            "method Cache.Get",
+            "method Cache.TryGet",
+            "class Cache.Entry",
+            "interface ICache",
+            "struct Point",
+            "enum Color",
+            "class Person"
+        ]
+    );
+}
+
+const KOTLIN: &str = r#"package com.example.store
+
+import kotlin.collections.HashMap
+
+/** A key-value cache. */
+@Suppress("UNCHECKED_CAST")
+class Cache<T>(private val size: Int) : Store<T> {
+    private val items = HashMap<String, T>()
+
+    /** Reads a value. */
+    override fun get(key: String): T? = items[key]
+
+    fun put(key: String, value: T) {
+        items[key] = value
+    }
+
+    companion object {
+        fun create(): Cache<Int> = Cache(10)
+    }
+}
+
+interface Store<T> {
+    fun get(key: String): T?
+}
+
+object Registry {
+    fun register(name: String) {
+        println(name)
+    }
+}
+
+enum class Color { RED, GREEN }
+
+data class Point(val x: Int, val y: Int)
+
+typealias Names = List<String>
+
+fun String.shout(): String = uppercase()
+
+fun main() {
+    println(Cache<Int>(1).get("a"))
+}
+"#;
+
+#[test]
+fn kotlin_definitions() {
+    insta::assert_snapshot!(check(Language::Kotlin, KOTLIN));
+    assert_eq!(
+        outline_of(Language::Kotlin, KOTLIN),
+        [
+            "class Cache",
+            "method Cache.get",
+            "method Cache.put",
+            "method Cache.create",
+            "interface Store",
+            "method Store.get",
+            "class Registry",
+            "method Registry.register",
+            "enum Color",
+            "class Point",
+            "type Names",
+            "method String.shout",
+            "function main"
+        ]
+    );
+    assert_eq!(
+        members_of(Language::Kotlin, KOTLIN),
+        [
+            "class Cache",
+            "method Cache.get",
+            "method Cache.put",
+            "method Cache.create",
+            "interface Store",
+            "class Registry",
+            "enum Color",
+            "class Point",
+            "type Names",
+            "method String.shout",
+            "function main"
+        ]
+    );
+}
+
+const SWIFT: &str = r#"import Foundation
+
+/// A key-value cache.
+public final class Cache<Value> {
+    private var items: [String: Value] = [:]
+
+    /// Creates a cache.
+    public init(size: Int) {
+        self.size = size
+    }
+
+    /// Reads a value.
+    public func get(_ key: String) -> Value? {
+        return items[key]
+    }
+
+    deinit {
+        items.removeAll()
+    }
+}
+
+protocol Store {
+    func get(_ key: String) -> String?
+}
+
+struct Point {
+    var x: Int
+    func length() -> Double { 0 }
+}
+
+enum Color {
+    case red, green
+    func name() -> String { "c" }
+}
+
+extension Cache: Store where Value == String {
+    @discardableResult
+    func clear() -> Bool { true }
+}
+
+typealias Names = [String]
+
+func helper(_ x: Int) -> Int {
+    return x * 2
+}
+"#;
+
+#[test]
+fn swift_definitions() {
+    insta::assert_snapshot!(check(Language::Swift, SWIFT));
+    assert_eq!(
+        outline_of(Language::Swift, SWIFT),
+        [
+            "class Cache",
+            "method Cache.init",
+            "method Cache.get",
+            "method Cache.deinit",
+            "interface Store",
+            "method Store.get",
+            "struct Point",
+            "method Point.length",
+            "enum Color",
+            "method Color.name",
+            "impl Cache",
+            "method Cache.clear",
+            "type Names",
+            "function helper"
+        ]
+    );
+    assert_eq!(
+        members_of(Language::Swift, SWIFT),
+        [
+            "class Cache",
+            "method Cache.init",
+            "method Cache.get",
+            "method Cache.deinit",
+            "interface Store",
+            "struct Point",
+            "enum Color",
+            "impl Cache",
+            "method Cache.clear",
+            "type Names",
+            "function helper"
+        ]
+    );
+}
+
+const SCALA: &str = r#"package example.store
+
+import scala.collection.mutable
+
+/** A key-value cache. */
+class Cache[T](size: Int) extends Store[T] {
+  private val items = mutable.Map.empty[String, T]
+
+  /** Reads a value. */
+  override def get(key: String): Option[T] = items.get(key)
+
+  def put(key: String, value: T): Unit = {
+    items(key) = value
+  }
+}
+
+trait Store[T] {
+  def get(key: String): Option[T]
+}
+
+object Cache {
+  def apply[T](): Cache[T] = new Cache[T](10)
+}
+
+case class Point(x: Int, y: Int)
+
+@deprecated("old", "1.0")
+def helper(x: Int): Int = x * 2
+
+type Names = List[String]
+"#;
+
+#[test]
+fn scala_definitions() {
+    insta::assert_snapshot!(check(Language::Scala, SCALA));
+    assert_eq!(
+        outline_of(Language::Scala, SCALA),
+        [
+            "class Cache",
+            "method Cache.get",
+            "method Cache.put",
+            "trait Store",
+            "method Store.get",
+            "class Cache",
+            "method Cache.apply",
+            "class Point",
+            "function helper",
+            "type Names"
+        ]
+    );
+    assert_eq!(
+        members_of(Language::Scala, SCALA),
+        [
+            "class Cache",
+            "method Cache.get",
+            "method Cache.put",
+            "trait Store",
+            "class Cache",
+            "method Cache.apply",
+            "class Point",
+            "function helper",
+            "type Names"
+        ]
+    );
+}
+
+const ELIXIR: &str = r#"defmodule MyApp.Cache do
+  @moduledoc """
+  A key-value cache.
+  """
+
+  use GenServer
+  alias MyApp.Store
+
+  @doc "Starts the cache."
+  @spec start_link(keyword) :: GenServer.on_start()
+  def start_link(opts) do
+    GenServer.start_link(__MODULE__, opts, name: __MODULE__)
+  end
+
+  def get(key), do: Store.get(key)
+
+  def fetch(key) when is_binary(key) do
+    {:ok, key}
+  end
+
+  def fetch(_key), do: :error
+
+  defp normalize(key), do: String.downcase(key)
+
+  defmacro cached(do: block) do
+    quote do: unquote(block)
+  end
+
+  defmodule Entry do
+    defstruct [:key, :value]
+
+    def new(key), do: %__MODULE__{key: key}
+  end
+end
+
+defprotocol MyApp.Sizer do
+  def size(data)
+end
+
+defimpl MyApp.Sizer, for: Map do
+  def size(map), do: map_size(map)
+end
+"#;
+
+#[test]
+fn elixir_definitions() {
+    insta::assert_snapshot!(check(Language::Elixir, ELIXIR));
+    assert_eq!(
+        outline_of(Language::Elixir, ELIXIR),
+        [
+            "module MyApp.Cache",
+            "function MyApp.Cache.start_link",
+            "function MyApp.Cache.get",
+            "function MyApp.Cache.fetch",
+            "function MyApp.Cache.normalize",
+            "macro MyApp.Cache.cached",
+            "module MyApp.Cache.Entry",
+            "function MyApp.Cache.Entry.new",
+            "interface MyApp.Sizer",
+            "method MyApp.Sizer.size",
+            "impl MyApp.Sizer.Map",
+            "method MyApp.Sizer.Map.size"
+        ]
+    );
+    assert_eq!(
+        members_of(Language::Elixir, ELIXIR),
+        [
+            "module MyApp.Cache",
+            "function MyApp.Cache.start_link",
+            "function MyApp.Cache.get",
+            "function MyApp.Cache.fetch",
+            "function MyApp.Cache.normalize",
+            "macro MyApp.Cache.cached",
+            "module MyApp.Cache.Entry",
+            "function MyApp.Cache.Entry.new",
+            "interface MyApp.Sizer",
+            "impl MyApp.Sizer.Map"
+        ]
+    );
+}
+
+const LUA: &str = r#"-- A key-value cache.
+local M = {}
+
+local Cache = {}
+Cache.__index = Cache
+
+--- Creates a cache.
+function Cache.new(size)
+  return setmetatable({ size = size, items = {} }, Cache)
+end
+
+--- Reads a value.
+function Cache:get(key)
+  return self.items[key]
+end
+
+local function helper(x)
+  return x * 2
+end
+
+M.put = function(cache, key, value)
+  cache.items[key] = value
+end
+
+function global_fn()
+  return 1
+end
+
+local compute = function(a, b)
+  return a + b
+end
+
+function a.b.c:deep() end
+
+return M
+"#;
+
+#[test]
+fn lua_definitions() {
+    insta::assert_snapshot!(check(Language::Lua, LUA));
+    assert_eq!(
+        outline_of(Language::Lua, LUA),
+        [
+            "method Cache.new",
+            "method Cache.get",
+            "function helper",
+            "method M.put",
+            "function global_fn",
+            "function compute",
+            "method a.b.c.deep"
+        ]
+    );
+    assert_eq!(
+        members_of(Language::Lua, LUA),
+        [
+            "method Cache.new",
+            "method Cache.get",
+            "function helper",
+            "method M.put",
+            "function global_fn",
+            "function compute",
+            "method a.b.c.deep"
+        ]
+    );
+}
+
+const BASH: &str = r#"#!/usr/bin/env bash
+# Deploys the app.
+set -euo pipefail
+
+readonly TARGET="${1:-prod}"
+
+# Prints a message.
+log() {
+  echo "[deploy] $*" >&2
+}
+
+function build {
+  log "building"
+  make -j4
+}
+
+function deploy() {
+  build
+  rsync -a dist/ "$TARGET:/srv/app"
+}
+
+deploy "$@"
+"#;
+
+#[test]
+fn bash_definitions() {
+    insta::assert_snapshot!(check(Language::Bash, BASH));
+    assert_eq!(outline_of(Language::Bash, BASH), ["function log", "function build", "function deploy"]);
+    assert_eq!(members_of(Language::Bash, BASH), ["function log", "function build", "function deploy"]);
+}
+
+const ZIG: &str = r#"const std = @import("std");
+
+/// A key-value cache.
+pub const Cache = struct {
+    items: std.StringHashMap(u32),
+
+    /// Creates a cache.
+    pub fn init(allocator: std.mem.Allocator) Cache {
+        return .{ .items = std.StringHashMap(u32).init(allocator) };
+    }
+
+    pub fn get(self: *Cache, key: []const u8) ?u32 {
+        return self.items.get(key);
+    }
+};
+
+pub const Color = enum { red, green };
+
+const Value = union(enum) { int: i64, none };
+
+/// Adds two numbers.
+pub fn add(a: i32, b: i32) i32 {
+    return a + b;
+}
+
+test "add" {
+    try std.testing.expectEqual(@as(i32, 3), add(1, 2));
+}
+"#;
+
+#[test]
+fn zig_definitions() {
+    insta::assert_snapshot!(check(Language::Zig, ZIG));
+    assert_eq!(
+        outline_of(Language::Zig, ZIG),
+        ["struct Cache", "method Cache.init", "method Cache.get", "enum Color", "struct Value", "function add"]
+    );
+    assert_eq!(
+        members_of(Language::Zig, ZIG),
+        ["struct Cache", "method Cache.init", "method Cache.get", "enum Color", "struct Value", "function add"]
+    );
+}
+
+const HASKELL: &str = r#"{-# LANGUAGE OverloadedStrings #-}
+-- | A key-value cache.
+module Data.Cache
+  ( Cache
+  , lookup
+  ) where
+
+import qualified Data.Map as Map
+
+-- | The cache.
+data Cache k v = Cache
+  { entries :: Map.Map k v
+  , size :: Int
+  }
+
+newtype Key = Key String
+
+type Entries = [(String, Int)]
+
+-- | Sizes of things.
+class Sized a where
+  sizeOf :: a -> Int
+
+instance Sized (Cache k v) where
+  sizeOf = size
+
+-- | Looks a key up.
+lookup :: Ord k => k -> Cache k v -> Maybe v
+lookup k c = Map.lookup k (entries c)
+
+factorial :: Int -> Int
+factorial 0 = 1
+factorial n = n * factorial (n - 1)
+"#;
+
+#[test]
+fn haskell_definitions() {
+    insta::assert_snapshot!(check(Language::Haskell, HASKELL));
+    assert_eq!(
+        outline_of(Language::Haskell, HASKELL),
+        [
+            "type Cache",
+            "type Key",
+            "type Entries",
+            "trait Sized",
+            "method Sized.sizeOf",
+            "impl Cache",
+            "method Cache.sizeOf",
+            "function lookup",
+            "function factorial"
+        ]
+    );
+    assert_eq!(
+        members_of(Language::Haskell, HASKELL),
+        [
+            "type Cache",
+            "type Key",
+            "type Entries",
+            "trait Sized",
+            "impl Cache",
+            "function lookup",
+            "function factorial"
+        ]
+    );
+}
+/// Elixir's clauses (`def f(0)`, `def f(n)`) and Haskell's signature and equations are one
+/// function: one chunk, from the doc attribute or comment above the first.
+#[test]
+fn clauses_of_one_function_are_one_chunk() {
+    let mut elixir = String::from(
+        "defmodule M do\n  @doc \"Fetches.\"\n  @spec fetch(term) :: term\n  def fetch(key) when is_binary(key) do\n    {:ok, key}\n  end\n\n  def fetch(_key), do: :error\n\n  def other do\n",
+    );
+    // A body long enough for the module to be opened.
+    for i in 0..30 {
+        let _ = writeln!(elixir, "    IO.puts(\"line {i}\")");
+    }
+    elixir.push_str("  end\nend\n");
+    let elixir = elixir.as_str();
+    let config = ChunkConfig::default();
+    let chunks = chunk_file("m.ex", elixir, Language::Elixir, &config);
+    check_invariants(elixir, &chunks);
+    let fetch: Vec<&Chunk> = chunks.iter().filter(|c| c.symbol.as_deref() == Some("fetch")).collect();
+    assert_eq!(fetch.len(), 1, "{chunks:#?}");
+    // The module's tiny header (`defmodule M do`) joins its first member.
+    assert_eq!((fetch[0].start_line, fetch[0].end_line), (1, 8));
+    assert!(fetch[0].text(elixir).contains("@doc \"Fetches.\""));
+    assert_eq!(fetch[0].symbol_path().as_deref(), Some("M.fetch"));
+    assert!(chunks.iter().any(|c| c.symbol.as_deref() == Some("other")), "{chunks:#?}");
+
+    let haskell = "-- | Factorial.\nfactorial :: Int -> Int\nfactorial 0 = 1\nfactorial n = n * factorial (n - 1)\n\nmain :: IO ()\nmain = print (factorial 5)\n";
+    let chunks = chunk_file("m.hs", haskell, Language::Haskell, &ChunkConfig::default());
+    check_invariants(haskell, &chunks);
+    let spans: Vec<(Option<&str>, u32, u32)> =
+        chunks.iter().map(|c| (c.symbol.as_deref(), c.start_line, c.end_line)).collect();
+    assert_eq!(spans, [(Some("factorial"), 1, 4), (Some("main"), 6, 7)]);
+    let names: Vec<String> = outline(haskell, Language::Haskell, &config).into_iter().map(|d| d.symbol).collect();
+    assert_eq!(names, ["factorial", "main"]);
+}
+
+/// Real files of each language added with issue 53 (tests/fixtures/languages, sources in its
+/// SOURCES.md): every invariant holds, most chunks are named definitions, the budget is kept.
+#[test]
+fn real_files_of_every_new_language_keep_the_invariants() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/languages");
+    let config = ChunkConfig::default();
+    let mut languages: std::collections::BTreeMap<&str, (usize, usize)> = Default::default();
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&root)
+        .expect("tests/fixtures/languages")
+        .flatten()
+        .filter(|dir| dir.path().is_dir())
+        .flat_map(|dir| std::fs::read_dir(dir.path()).into_iter().flatten().flatten().map(|f| f.path()))
+        .collect();
+    files.sort();
+    for path in files {
+        let text = std::fs::read_to_string(&path).expect("a fixture");
+        let language = Language::detect(&path, &text);
+        assert!(language.grammar().is_some(), "{}: {language}", path.display());
+        let chunks = chunk_file(&path.to_string_lossy(), &text, language, &config);
+        check_invariants(&text, &chunks);
+        for chunk in &chunks {
+            // A container's header (its doc comment and signature) is kept whole, in every
+            // language: the one chunk allowed over the budget.
+            let header = matches!(
+                chunk.kind,
+                ChunkKind::Class
+                    | ChunkKind::Struct
+                    | ChunkKind::Enum
+                    | ChunkKind::Interface
+                    | ChunkKind::Trait
+                    | ChunkKind::Impl
+                    | ChunkKind::Module
+            );
+            let tokens = estimate_tokens(chunk.text(&text));
+            assert!(tokens <= config.max_tokens || header, "{}: {tokens} tokens in {chunk:?}", path.display());
+        }
+        assert_eq!(chunk_file(&path.to_string_lossy(), &text, language, &config), chunks, "deterministic");
+        let named = chunks.iter().filter(|c| c.symbol.is_some()).count();
+        assert!(named > 0 && !outline(&text, language, &config).is_empty(), "{}", path.display());
+        let counts: &mut (usize, usize) = languages.entry(language.name()).or_default();
+        counts.0 += named;
+        counts.1 += chunks.len();
+    }
+    // Most chunks are definitions (a script's top-level commands are not).
+    for (language, (named, all)) in &languages {
+        assert!(named * 2 >= *all, "{language}: {named} of {all} chunks named");
+    }
+    let expected = ["bash", "csharp", "elixir", "haskell", "kotlin", "lua", "php", "ruby", "scala", "swift", "zig"];
+    assert_eq!(languages.into_keys().collect::<Vec<_>>(), expected);
+}
+
+/// Every grammar under the chunker's guards: a nesting far deeper than the cap, and for the
+/// new languages a big file of their definitions, are chunked with every line covered, in
+/// bounded time.
+#[test]
+fn every_grammar_survives_deep_nesting_and_big_files() {
+    let depth = syntax::MAX_SYNTAX_DEPTH * 3;
+    let deep: String = format!("x = {}1{}\n", "(".repeat(depth), ")".repeat(depth))
+        .as_bytes()
+        .chunks(80)
+        .map(|line| format!("{}\n", String::from_utf8_lossy(line)))
+        .collect();
+    let samples = [
+        (Language::Ruby, RUBY),
+        (Language::Php, PHP),
+        (Language::CSharp, CSHARP),
+        (Language::Kotlin, KOTLIN),
+        (Language::Swift, SWIFT),
+        (Language::Scala, SCALA),
+        (Language::Elixir, ELIXIR),
+        (Language::Lua, LUA),
+        (Language::Bash, BASH),
+        (Language::Zig, ZIG),
+        (Language::Haskell, HASKELL),
+    ];
+    let mut cases: Vec<(Language, String)> =
+        Language::ALL.into_iter().filter(|l| l.grammar().is_some()).map(|l| (l, deep.clone())).collect();
+    cases.extend(samples.into_iter().map(|(language, sample)| (language, sample.repeat(100))));
+    for (language, text) in cases {
+        let started = std::time::Instant::now();
+        let chunks = chunk_file("x", &text, language, &ChunkConfig::default());
+        assert!(started.elapsed() < syntax::PARSE_TIME_LIMIT * 2, "{language}: {:?}", started.elapsed());
+        check_invariants(&text, &chunks);
+    }
+}

@@ -761,7 +761,7 @@ pub fn load_embedder_with(
 
 fn cmd_chunk(file: &Path, json: bool) -> Result<()> {
     let source = walk::read_source(file, u64::MAX).map_err(|reason| anyhow::anyhow!("{}: {reason}", file.display()))?;
-    let language = Language::from_path(file);
+    let language = Language::detect(file, &source.text);
     let chunks = chunk_file(&file.to_string_lossy(), &source.text, language, &ChunkConfig::default());
     let mut out = io::stdout().lock();
     for chunk in &chunks {

@@ -138,7 +138,7 @@ pub struct ChunkRef<'a> {
 impl ChunkRef<'_> {
     /// `container::symbol` for display, or `None` for anonymous chunks.
     pub fn symbol_path(&self) -> Option<String> {
-        crate::chunk::qualified_name(self.container, self.symbol, self.language)
+        crate::chunk::qualified_name(self.container, self.symbol, self.kind, self.language)
     }
 }
 

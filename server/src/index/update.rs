@@ -581,7 +581,7 @@ fn chunk_files(
             continue;
         }
         stats.changed_files += 1;
-        let language = Language::from_path(&walked.abs_path);
+        let language = Language::detect(&walked.abs_path, &source.text);
         let file_chunks = chunk_file(&walked.rel_path, &source.text, language, &options.chunk);
         if prev_file.is_some() && !lexical_rebuild {
             lex.delete_file(&walked.rel_path);

@@ -241,7 +241,7 @@ pub struct SearchArgs {
     #[serde(default)]
     #[schemars(with = "String", transform = optional_argument)]
     pub path: Option<String>,
-    /// Only this language: rust, python, javascript, typescript, tsx, go, java, c, cpp, markdown or text.
+    /// Only this language: rust, python, javascript, typescript, tsx, go, java, c, cpp, ruby, php, csharp, kotlin, swift, scala, elixir, lua, bash, zig, haskell, markdown or text.
     #[serde(default)]
     #[schemars(with = "String", transform = optional_argument)]
     pub lang: Option<String>,
@@ -605,7 +605,7 @@ impl RaggrepMcp {
         let language = match args.lang.as_deref() {
             None => None,
             Some(l) => Some(Language::from_name(l).ok_or_else(|| {
-                format!("unknown language {l:?}: use rust, python, javascript, typescript, tsx, go, java, c, cpp, markdown or text")
+                format!("unknown language {l:?}: use rust, python, javascript, typescript, tsx, go, java, c, cpp, ruby, php, csharp, kotlin, swift, scala, elixir, lua, bash, zig, haskell, markdown or text")
             })?),
         };
         let path_glob = args.path.as_deref().map(|g| confine::check_glob(&self.roots(), g)).transpose()?;
@@ -742,7 +742,7 @@ impl RaggrepMcp {
                 }
                 let text = std::fs::read_to_string(&file.absolute)
                     .map_err(|e| format!("cannot read {}: {e}", file.relative))?;
-                let language = Language::from_path(&file.absolute);
+                let language = Language::detect(&file.absolute, &text);
                 let definitions = outline(&text, language, &ChunkConfig::default());
                 Ok(success(wire::Outline {
                     path: file.relative,

@@ -256,11 +256,15 @@ fn local_files(snapshot: &Snapshot) -> Vec<LocalFile> {
     snapshot
         .file_hashes()
         .into_iter()
-        .map(|(path, hash)| LocalFile {
-            language: crate::lang::Language::from_path(Path::new(&path)).name(),
-            digest: format!("{hash:032x}-{recipe:032x}"),
-            chunks: by_path.remove(&path).unwrap_or_default(),
-            path,
+        .map(|(path, hash)| {
+            let chunks = by_path.remove(&path).unwrap_or_default();
+            // As the index detected it (a script's `#!` line included); the path alone for a
+            // file without chunks.
+            let language = match chunks.first().and_then(|&index| snapshot.chunk(index)) {
+                Some(chunk) => chunk.language,
+                None => crate::lang::Language::from_path(Path::new(&path)),
+            };
+            LocalFile { language: language.name(), digest: format!("{hash:032x}-{recipe:032x}"), chunks, path }
         })
         .collect()
 }

@@ -211,7 +211,7 @@ pub fn search(
                 start_line: row.start_line,
                 end_line: row.end_line,
                 score,
-                symbol: crate::chunk::qualified_name(&row.container, &row.symbol, language),
+                symbol: crate::chunk::qualified_name(&row.container, &row.symbol, row.kind, language),
                 kind: row.kind,
                 language,
                 snippet: crate::search::snippet_of(row.content.lines()),
