@@ -927,31 +927,32 @@ fn hit_paths(response: &Value) -> Vec<String> {
 
 #[test]
 fn a_symbol_lookup_finds_its_definition_in_a_language_without_a_grammar() {
-    // Kotlin has no grammar here: its files are line windows without symbol names, so the
+    // Dart has no grammar here: its files are line windows without symbol names, so the
     // definition is found by its `class` line and its file's name. The client mentions the
     // name far more often than the definition does.
     let ws = Workspace::empty();
     ws.write(
-        "src/plugins/cookies/HttpCookies.kt",
-        "package io.example.client.plugins.cookies\n\nimport io.example.client.HttpClient\n\n/**\n * Keeps cookies between calls.\n */\nclass HttpCookies internal constructor(private val storage: CookiesStorage) {\n    suspend fun get(url: String): List<Cookie> = storage.get(url)\n\n    fun close() = storage.close()\n}\n",
+        "lib/src/cookies/http_cookies.dart",
+        "import 'package:example/client.dart';\n\n/// Keeps cookies between calls.\nclass HttpCookies {\n  HttpCookies(this.storage);\n\n  final CookiesStorage storage;\n\n  Future<List<Cookie>> get(String url) => storage.get(url);\n}\n",
     );
     let uses: String = (0..12)
-        .map(|i| format!("    fun install{i}(client: HttpClient) {{\n        client.plugin(HttpCookies).get(\"/{i}\") // HttpCookies {i}\n        log(\"HttpCookies installed\")\n    }}\n\n"))
+        .map(|i| format!("  void install{i}(HttpClient client) {{\n    client.plugin(HttpCookies).get('/{i}'); // HttpCookies {i}\n    log('HttpCookies installed');\n  }}\n\n"))
         .collect();
-    ws.write("src/Client.kt", &format!("package io.example.client\n\nclass Client {{\n{uses}}}\n"));
+    ws.write("lib/src/client.dart", &format!("class Client {{\n{uses}}}\n"));
     ws.index();
     let response = ws.query(&["HttpCookies"]);
     let first = &response["results"][0];
-    assert_eq!(first["path"], "src/plugins/cookies/HttpCookies.kt", "{response:#}");
-    assert!(first["start_line"].as_u64().unwrap() <= 8 && first["end_line"].as_u64().unwrap() >= 8, "{response:#}");
+    assert_eq!(first["path"], "lib/src/cookies/http_cookies.dart", "{response:#}");
+    assert!(first["start_line"].as_u64().unwrap() <= 4 && first["end_line"].as_u64().unwrap() >= 4, "{response:#}");
 }
 
 #[test]
 fn one_file_does_not_take_every_place() {
-    // Five good chunks in one file and one in another: the other file's chunk is shown among
-    // the first three, not after the fifth.
+    // Eight good chunks in one file and one in another: past the first two of a file, each
+    // further hit of it costs a little, so the other file's chunk is shown among the first
+    // five instead of after all eight.
     let ws = Workspace::empty();
-    let retries: String = (0..5)
+    let retries: String = (0..8)
         .map(|i| format!("def retry_with_backoff_{i}(call, attempts=5):\n    \"\"\"Retry the call with exponential backoff, variant {i}.\"\"\"\n    delay = 0.1 * {i}\n    for _ in range(attempts):\n        delay *= 2\n    return call()\n\n"))
         .collect();
     ws.write("net/retry.py", &retries);
@@ -962,7 +963,8 @@ fn one_file_does_not_take_every_place() {
     ws.index();
     let response = ws.query(&["retry with exponential backoff"]);
     let paths = hit_paths(&response);
-    assert!(paths.iter().take(3).any(|p| p == "net/policy.py"), "{response:#}");
+    assert_eq!(paths[..2], ["net/retry.py", "net/retry.py"], "{response:#}");
+    assert!(paths.iter().take(5).any(|p| p == "net/policy.py"), "{response:#}");
     let scores: Vec<f64> =
         response["results"].as_array().unwrap().iter().map(|h| h["score"].as_f64().unwrap()).collect();
     assert!(scores.windows(2).all(|w| w[0] >= w[1]), "scores never rise down the list: {scores:?}");

@@ -36,8 +36,10 @@ pub struct Weights {
     pub prose: f32,
     /// Added to each file's best chunk, times the file's share of the candidates' mass.
     pub coherence: f32,
-    pub fixed_unit: f32,
+    /// The smallest spread counted as the fusion's first page (few candidates: a tiny index).
     pub min_unit: f32,
+    /// Hits of a file shown before the penalty starts.
+    pub free_per_file: f32,
     /// Subtracted from a hit per hit of its file already shown.
     pub same_file: f32,
     /// Files whose name holds at least this share of a question's words are candidates even
@@ -47,7 +49,7 @@ pub struct Weights {
 
 impl Default for Weights {
     fn default() -> Self {
-        let mut w = Weights {
+        Weights {
             path: 1.5,
             definition: 3.0,
             definition_file: 1.0,
@@ -55,33 +57,11 @@ impl Default for Weights {
             reexport_share: 0.5,
             prose: 2.0,
             coherence: 2.0,
-            fixed_unit: 0.0,
             min_unit: 2.0,
-            same_file: 1.0,
+            same_file: 0.5,
             inject_path: 0.5,
-        };
-        // Development knobs (removed before this lands).
-        if let Ok(spec) = std::env::var("RAGGREP_KNOBS") {
-            for pair in spec.split(',') {
-                let Some((k, v)) = pair.split_once('=') else { continue };
-                let Ok(v) = v.parse::<f32>() else { continue };
-                match k {
-                    "path" => w.path = v,
-                    "def" => w.definition = v,
-                    "deffile" => w.definition_file = v,
-                    "emb" => w.embedded_share = v,
-                    "reexp" => w.reexport_share = v,
-                    "prose" => w.prose = v,
-                    "div" => w.same_file = v,
-                    "coh" => w.coherence = v,
-                    "unit" => w.fixed_unit = v,
-                    "minunit" => w.min_unit = v,
-                    "inject" => w.inject_path = v,
-                    _ => {}
-                }
-            }
+            free_per_file: 2.0,
         }
-        w
     }
 }
 
@@ -125,9 +105,21 @@ impl FileNames {
             })
             .collect();
         let n = words.len() as f32;
+        // File names share most of their words (`client`, `internal`, `utils`): each distinct
+        // word is compared with the keywords once.
+        let mut known: HashMap<&str, Vec<bool>> = HashMap::new();
+        for (_, names) in &words {
+            for w in names {
+                known.entry(w.as_str()).or_insert_with(|| intent.keywords.iter().map(|k| same_word(k, w)).collect());
+            }
+        }
         let matched: Vec<Vec<bool>> = words
             .iter()
-            .map(|(_, names)| intent.keywords.iter().map(|k| names.iter().any(|w| same_word(k, w))).collect())
+            .map(|(_, names)| {
+                (0..intent.keywords.len())
+                    .map(|i| names.iter().any(|w| known.get(w.as_str()).is_some_and(|m| m[i])))
+                    .collect()
+            })
             .collect();
         let weight: Vec<f32> = (0..intent.keywords.len())
             .map(|i| {
@@ -385,13 +377,12 @@ impl<'q> Evidence<'q> {
         }
     }
 
-    pub fn weights(&self) -> &Weights {
-        &self.weights
-    }
-
-    /// The penalty per earlier hit of the same file, in the fusion's scale (after [`adjust`]).
-    pub fn same_file_penalty(&self) -> f32 {
-        self.weights.same_file * self.unit
+    /// The penalty per earlier hit of the same file, in the fusion's scale (after [`adjust`]),
+    /// and how many hits of a file come before it starts.
+    pub fn same_file_penalty(&self) -> (f32, f32) {
+        // A description asks for one function, which is often beside others of its file.
+        let penalty = if self.intent.shape == Shape::Description { 0.0 } else { self.weights.same_file * self.unit };
+        (penalty, self.weights.free_per_file)
     }
 
     /// Chunks neither ranking found that the evidence says must be considered: definitions of
@@ -406,6 +397,7 @@ impl<'q> Evidence<'q> {
     ) -> Vec<usize> {
         let mut extra = Vec::new();
         match self.intent.shape {
+            Shape::Description => {}
             Shape::Symbol => {
                 let names = &self.intent.names;
                 let wanted: Vec<String> = names.iter().map(|n| normal_qualified(n)).collect();
@@ -484,7 +476,6 @@ impl<'q> Evidence<'q> {
         // The fusion's scores move with the query; the evidence is measured in the spread of its
         // first page, so "one unit" moves a hit about from tenth place to first.
         let unit = match (ranked.first(), ranked.get(9).or(ranked.last())) {
-            _ if w.fixed_unit > 0.0 => w.fixed_unit,
             (Some(first), Some(tenth)) => (first.1 - tenth.1).max(w.min_unit),
             _ => w.min_unit,
         };
@@ -496,9 +487,10 @@ impl<'q> Evidence<'q> {
         let symbol = self.intent.shape == Shape::Symbol;
         let names = self.intent.names.clone();
         let stem_names: Vec<String> = names.iter().map(|n| squashed(last_segment(n).unwrap_or(n))).collect();
+        let question = self.intent.shape == Shape::Question;
         for (index, score) in ranked.iter_mut() {
             let Some(chunk) = snapshot.chunk(*index) else { continue };
-            if !symbol {
+            if question {
                 *score += w.path * self.files.score(chunk.path);
             }
             let definition =
@@ -518,27 +510,9 @@ impl<'q> Evidence<'q> {
             }
         }
         ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        if w.coherence > 0.0 {
+        if w.coherence > 0.0 && self.intent.shape != Shape::Description {
             self.add_coherence(snapshot, ranked, unit, w.coherence * unit);
             ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        }
-        if std::env::var_os("RAGGREP_DEBUG_UNIT").is_some() {
-            tracing::warn!("unit {unit:.3} n {}", ranked.len());
-        }
-        if std::env::var_os("RAGGREP_DEBUG_RANK").is_some() {
-            for (i, s) in ranked.iter().take(15) {
-                if let Some(c) = snapshot.chunk(*i) {
-                    tracing::warn!(
-                        "{s:.3} {}:{}-{} {} {:?} file={:.2}",
-                        c.path,
-                        c.start_line,
-                        c.end_line,
-                        c.symbol,
-                        c.kind,
-                        self.files.score(c.path)
-                    );
-                }
-            }
         }
     }
 }
@@ -547,23 +521,43 @@ impl Evidence<'_> {
     /// A file many of whose chunks match is more likely the component asked about than a file
     /// with one lucky chunk: each file's best chunk gains `weight` times the file's share of
     /// the candidates' mass (each candidate weighing `exp((score − best) / unit)`), relative to
-    /// the file with the most.
+    /// the file with the most. In C and C++ a header and its implementation file are one
+    /// component (`str_cat.h` + `str_cat.cc`): their mass is pooled, and the gain goes to the
+    /// header's best chunk, the component's interface and documentation, when it has one.
     fn add_coherence(&self, snapshot: &Snapshot, ranked: &mut [(usize, f32)], unit: f32, weight: f32) {
         let Some(top) = ranked.first().map(|r| r.1) else { return };
-        let mut mass: HashMap<&str, (f32, usize)> = HashMap::new();
+        // Per component: mass, best chunk's slot, best header chunk's slot.
+        let mut mass: HashMap<String, (f32, usize, Option<usize>)> = HashMap::new();
         for (slot, &(index, score)) in ranked.iter().enumerate() {
             let Some(chunk) = snapshot.chunk(index) else { continue };
-            let entry = mass.entry(chunk.path).or_insert((0.0, slot));
+            let (key, header) = component(chunk.path, chunk.language);
+            let entry = mass.entry(key).or_insert((0.0, slot, None));
             entry.0 += ((score - top) / unit).exp();
+            if header && entry.2.is_none() {
+                entry.2 = Some(slot);
+            }
         }
         let most = mass.values().map(|m| m.0).fold(0.0f32, f32::max);
         if most <= 0.0 {
             return;
         }
-        for (share, best_slot) in mass.values() {
-            ranked[*best_slot].1 += weight * share / most;
+        for (share, best_slot, header_slot) in mass.values() {
+            ranked[header_slot.unwrap_or(*best_slot)].1 += weight * share / most;
         }
     }
+}
+
+/// The component a file belongs to, and whether the file is its C/C++ header: a header and
+/// the source file of the same name in the same directory are one; every other file is its own.
+fn component(path: &str, language: Language) -> (String, bool) {
+    if !matches!(language, Language::C | Language::Cpp) {
+        return (path.to_string(), false);
+    }
+    let (dir, file) = path.rsplit_once('/').unwrap_or(("", path));
+    let Some((stem, ext)) = file.rsplit_once('.') else { return (path.to_string(), false) };
+    let stem = stem.strip_suffix("-inl").or_else(|| stem.strip_suffix("_inl")).unwrap_or(stem);
+    let header = matches!(ext.to_ascii_lowercase().as_str(), "h" | "hh" | "hpp" | "hxx" | "h++");
+    (format!("{dir}/{stem}"), header)
 }
 
 fn file_stem_squashed(path: &str) -> String {

@@ -13,8 +13,11 @@ use crate::index::code_tokens;
 pub enum Shape {
     /// One name written as code: `APIRouter`, `parse_config`, `Rack::Builder`, `fmt::arg`.
     Symbol,
-    /// Words: a description, a concept, a "how does X work".
+    /// Words about a component, a concept, an architecture: "HTTP caching", "how does X work".
     Question,
+    /// A sentence that says what one function does, as its doc comment would: "Returns the
+    /// number of …", "Parse a header into …". It names a function, not a file or a component.
+    Description,
 }
 
 /// A query taken apart.
@@ -120,7 +123,13 @@ const QUESTION_WORDS: &[&str] = &[
 impl Intent {
     pub fn of(text: &str) -> Intent {
         let text = text.trim();
-        let shape = if is_symbol(text) { Shape::Symbol } else { Shape::Question };
+        let shape = if is_symbol(text) {
+            Shape::Symbol
+        } else if describes_a_function(text) {
+            Shape::Description
+        } else {
+            Shape::Question
+        };
         let mut keywords: Vec<String> = code_tokens(text)
             .into_iter()
             .map(|(_, _, t)| t)
@@ -138,6 +147,7 @@ impl Intent {
                 }
                 names
             }
+            Shape::Description => Vec::new(),
             Shape::Question => text
                 .split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '(' | ')' | '`' | '"' | '\'' | '?'))
                 .map(|w| w.trim_end_matches(['.', ':', '!']))
@@ -155,6 +165,283 @@ impl Intent {
                 .contains(&w.as_str())
         })
     }
+}
+
+/// Verbs a doc comment starts with, in their base form ("Returns …", "Parse …").
+const DOC_VERBS: &[&str] = &[
+    "return",
+    "get",
+    "set",
+    "create",
+    "make",
+    "build",
+    "parse",
+    "convert",
+    "check",
+    "compute",
+    "add",
+    "remove",
+    "delete",
+    "insert",
+    "update",
+    "find",
+    "search",
+    "load",
+    "save",
+    "read",
+    "write",
+    "open",
+    "close",
+    "start",
+    "stop",
+    "run",
+    "execute",
+    "call",
+    "invoke",
+    "apply",
+    "handle",
+    "process",
+    "render",
+    "format",
+    "print",
+    "send",
+    "receive",
+    "fetch",
+    "push",
+    "pop",
+    "append",
+    "prepend",
+    "extend",
+    "merge",
+    "split",
+    "join",
+    "sort",
+    "compare",
+    "validate",
+    "verify",
+    "ensure",
+    "determine",
+    "calculate",
+    "count",
+    "generate",
+    "produce",
+    "wrap",
+    "unwrap",
+    "encode",
+    "decode",
+    "serialize",
+    "deserialize",
+    "escape",
+    "unescape",
+    "register",
+    "unregister",
+    "subscribe",
+    "unsubscribe",
+    "dispatch",
+    "cancel",
+    "wait",
+    "lock",
+    "unlock",
+    "acquire",
+    "release",
+    "allocate",
+    "free",
+    "copy",
+    "clone",
+    "move",
+    "reset",
+    "clear",
+    "flush",
+    "initialize",
+    "init",
+    "configure",
+    "enable",
+    "disable",
+    "toggle",
+    "show",
+    "hide",
+    "display",
+    "draw",
+    "resize",
+    "attach",
+    "detach",
+    "bind",
+    "connect",
+    "disconnect",
+    "listen",
+    "accept",
+    "reject",
+    "resolve",
+    "raise",
+    "throw",
+    "log",
+    "mark",
+    "skip",
+    "ignore",
+    "include",
+    "exclude",
+    "collect",
+    "normalize",
+    "sanitize",
+    "strip",
+    "trim",
+    "truncate",
+    "consume",
+    "tokenize",
+    "transform",
+    "translate",
+    "lookup",
+    "retrieve",
+    "obtain",
+    "provide",
+    "construct",
+    "instantiate",
+    "define",
+    "specify",
+    "describe",
+    "indicate",
+    "represent",
+    "contain",
+    "hold",
+    "store",
+    "keep",
+    "record",
+    "capture",
+    "override",
+    "implement",
+    "delegate",
+    "forward",
+    "redirect",
+    "try",
+    "attempt",
+    "use",
+    "allow",
+    "prevent",
+    "guess",
+    "examine",
+    "inspect",
+    "combine",
+    "emit",
+    "iterate",
+    "visit",
+    "traverse",
+    "scan",
+    "assign",
+    "replace",
+    "rename",
+    "evaluate",
+    "compile",
+    "fill",
+    "populate",
+    "pack",
+    "unpack",
+    "test",
+    "match",
+    "filter",
+    "map",
+    "reduce",
+    "yield",
+    "take",
+    "drop",
+    "modify",
+    "prepare",
+    "erase",
+    "negate",
+    "perform",
+    "extract",
+    "identify",
+    "dispose",
+    "report",
+    "shift",
+    "fold",
+    "flatten",
+    "enumerate",
+    "mutate",
+    "notify",
+    "signal",
+    "spawn",
+    "poll",
+    "peek",
+    "advance",
+    "pad",
+    "quote",
+    "clamp",
+    "round",
+    "hash",
+    "sign",
+    "encrypt",
+    "decrypt",
+    "compress",
+    "decompress",
+    "sum",
+    "multiply",
+    "divide",
+    "subtract",
+    "negotiate",
+    "authenticate",
+    "authorize",
+];
+
+/// The query reads as a doc comment's first sentence, which asks for one function: its first
+/// word is a verb ("Returns", "parse"), an article or a conjunction that opens a sentence
+/// ("The …", "If …"), or a third-person verb stands second (Go's "reset resets …"); a long
+/// sentence whose capitalised first word ends like a third-person verb ("Identifies …"), and any
+/// sentence of twelve words or more, and a first word followed by a determiner ("Erase all
+/// content …"), too.
+/// A first word followed by "and" starts a list of names (`delay and withTimeout …`), not a
+/// sentence. The file-level evidence of a question would only pull such a query towards the
+/// function's neighbours.
+fn describes_a_function(text: &str) -> bool {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let (Some(first), Some(second)) = (words.first(), words.get(1)) else { return false };
+    let lower = first.to_lowercase();
+    let second = second.to_lowercase();
+    if matches!(second.as_str(), "and" | "or" | "/" | "&") || first.ends_with(',') {
+        return false;
+    }
+    let opens_sentence = matches!(lower.as_str(), "a" | "an" | "the" | "this" | "if" | "whether" | "when" | "unless");
+    let third_person = |w: &str| w.len() > 3 && w.ends_with('s') && !w.ends_with("ss") && is_doc_verb(w);
+    let long_sentence = words.len() >= 5
+        && first.chars().next().is_some_and(char::is_uppercase)
+        && lower.len() >= 5
+        && lower.ends_with('s')
+        && !lower.ends_with("ss")
+        && lower.chars().all(char::is_alphabetic);
+    // Twelve words or more: a sentence about one thing's behaviour, not a topic.
+    let very_long = words.len() >= 12;
+    // A determiner second ("Modify this sequence", "Erase all content"): the first word acts on
+    // an object, so it is a verb, even one the list above does not know.
+    let acts_on_object = !matches!(lower.as_str(), "how" | "what" | "where" | "why" | "which" | "who" | "when")
+        && matches!(
+            second.as_str(),
+            "the"
+                | "a"
+                | "an"
+                | "this"
+                | "that"
+                | "all"
+                | "each"
+                | "every"
+                | "its"
+                | "their"
+                | "these"
+                | "those"
+                | "some"
+                | "any"
+                | "whether"
+        );
+    is_doc_verb(&lower) || opens_sentence || third_person(&second) || long_sentence || very_long || acts_on_object
+}
+
+/// `word` (lowercase) is one of [`DOC_VERBS`], bare or in its third person (`returns`,
+/// `matches`, `applies`).
+fn is_doc_verb(word: &str) -> bool {
+    DOC_VERBS.iter().any(|v| {
+        word == *v
+            || word.strip_suffix('s') == Some(v)
+            || word.strip_suffix("es") == Some(v)
+            || (v.ends_with('y') && word.strip_suffix("ies").is_some_and(|stem| v.strip_suffix('y') == Some(stem)))
+    })
 }
 
 /// The last segment of a qualified name (`Rack::Builder#call` → `call`).
@@ -274,6 +561,29 @@ mod tests {
         }
         for q in ["session", "how does dependency injection work", "CORS header handling", "a::", ""] {
             assert_eq!(Intent::of(q).shape, Shape::Question, "{q}");
+        }
+    }
+
+    #[test]
+    fn a_doc_comment_sentence_is_a_description() {
+        for q in [
+            "Returns the number of items",
+            "Parse a header into its parts",
+            "Applies the style to a span",
+            "Copies the buffer",
+            "reset resets the scalar value range",
+            "The default timeout of a request",
+            "Identifies an input as being a stream",
+        ] {
+            assert_eq!(Intent::of(q).shape, Shape::Description, "{q}");
+        }
+        for q in [
+            "delay and withTimeout suspending time functions",
+            "static file serving middleware",
+            "how does parsing work",
+            "Serialize",
+        ] {
+            assert_ne!(Intent::of(q).shape, Shape::Description, "{q}");
         }
     }
 

@@ -289,12 +289,29 @@ pub fn search_with(
                 if vector.is_some() && degraded.is_none() {
                     confidence = confidence::of(snapshot, &candidates, &ranked);
                 }
+                // The hit calibration was fitted on the fusion's scores (plus the reranker's,
+                // which add to them), not on the evidence's: each hit's probability comes from
+                // those, in the evidence's order, never above an earlier hit's.
+                let fused: std::collections::HashMap<usize, f32> = ranked.iter().copied().collect();
                 evidence.adjust(snapshot, &mut ranked);
+                let adjusted: std::collections::HashMap<usize, f32> = ranked.iter().copied().collect();
                 if let Some(reranker) = reranker {
                     rerank(snapshot, reranker, &query.text, &mut ranked)?;
                 }
-                diversify(snapshot, &mut ranked, evidence.same_file_penalty());
-                match confidence.as_ref().and_then(|c| confidence::hit_probabilities(c, &ranked)) {
+                let calibrated: std::collections::HashMap<usize, f32> = ranked
+                    .iter()
+                    .map(|&(chunk, score)| {
+                        let reranked_by = score - adjusted.get(&chunk).copied().unwrap_or(score);
+                        (chunk, fused.get(&chunk).copied().unwrap_or(score) + reranked_by)
+                    })
+                    .collect();
+                let (penalty, free) = evidence.same_file_penalty();
+                diversify(snapshot, &mut ranked, penalty, free);
+                let in_order: Ranking = ranked
+                    .iter()
+                    .map(|&(chunk, score)| (chunk, calibrated.get(&chunk).copied().unwrap_or(score)))
+                    .collect();
+                match confidence.as_ref().and_then(|c| confidence::hit_probabilities(c, &in_order)) {
                     Some(probabilities) => probabilities,
                     // No query vector (or no calibration): the fused score keeps ordering the hits.
                     None => ranked.into_iter().map(|(chunk, linear)| (chunk, learned::squash(linear))).collect(),
@@ -500,7 +517,7 @@ pub fn hybrid_candidates(snapshot: &Snapshot, vector: Option<&Vector>, query: &Q
 /// costs `penalty` per earlier hit of that file: the first places go to the best chunks of
 /// different files before a file's second-best chunk. The scores become the penalised ones, so
 /// they still fall down the list.
-fn diversify(snapshot: &Snapshot, ranked: &mut Ranking, penalty: f32) {
+fn diversify(snapshot: &Snapshot, ranked: &mut Ranking, penalty: f32, free: f32) {
     if penalty <= 0.0 || ranked.len() < 2 {
         return;
     }
@@ -509,7 +526,9 @@ fn diversify(snapshot: &Snapshot, ranked: &mut Ranking, penalty: f32) {
     let mut left: Vec<usize> = (0..ranked.len()).collect();
     let mut out: Ranking = Vec::with_capacity(ranked.len());
     while !left.is_empty() {
-        let effective = |slot: usize| ranked[slot].1 - penalty * shown.get(files[slot]).copied().unwrap_or(0.0);
+        let effective = |slot: usize| {
+            ranked[slot].1 - penalty * (shown.get(files[slot]).copied().unwrap_or(0.0) - free + 1.0).max(0.0)
+        };
         let (pos, best) = left
             .iter()
             .enumerate()
