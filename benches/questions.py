@@ -3,7 +3,7 @@
 Usage:
     python3 benches/questions.py RAGGREP_BIN [--split tune|test|all] [--repo NAME ...]
         [--mode hybrid|dense|lexical] [--rerank] [--json OUT] [--markdown OUT]
-        [--misses OUT] [--cache DIR]
+        [--misses OUT] [--cache DIR] [--indexes NAME]
 
 What it measures: semble's concept, architecture and symbol questions ("how does dependency
 injection work", "CORS header handling middleware", "APIRouter") against raggrep's default
@@ -23,8 +23,11 @@ The data is not part of this repository and nothing is fetched here. `--cache` (
 `$RAGGREP_QUESTIONS_CACHE`, else `~/.cache/raggrep/semble-bench`) holds, copied once by hand:
 `benchmarks/repos.json` and `benchmarks/annotations/<repo>.json` (semble's), `repos/<name>/`
 (each repository's `benchmark_root` at its pinned revision, repository-relative paths) and
-`published.json` (the peers' published per-repository NDCG@10). The index of each repository is
-built with `raggrep index` inside its copy (`.raggrep/`), so a second run only queries.
+`published.json` (the peers' published per-repository NDCG@10: {label: {"source", "repos": {repo:
+{"ndcg10", "categories"}}}}). A copy holds files, not symlinks that leave its root (raggrep
+follows none of those, by design; one repository's source directory is all symlinks). The index
+of each repository is built with `raggrep index` inside its copy (`.raggrep/`), or under
+`CACHE/indexes/NAME/` with `--indexes NAME`, so a second run only queries.
 
 The split is fixed (issue 52): tune = repositories whose name starts with a-l, test = m-z, with
 axios, click, cobra, express and gin in test whatever their letter; aiohttp, redux and zod are
@@ -132,15 +135,15 @@ def run(cmd, **kwargs):
     return subprocess.run(cmd, check=True, capture_output=True, text=True, **kwargs)
 
 
-def ensure_index(binary, root):
+def ensure_index(binary, root, where):
     started = time.monotonic()
-    run([binary, "index", str(root)])
+    run([binary, "index", str(root), *where])
     return time.monotonic() - started
 
 
-def indexed_chunks(binary, root):
+def indexed_chunks(binary, root, where):
     """(path, start, end) of every chunk in the index, paths root-relative."""
-    out = run([binary, "inspect", "--root", str(root), "--chunks", "--json"]).stdout
+    out = run([binary, "inspect", "--root", str(root), "--chunks", "--json", *where]).stdout
     chunks = []
     for line in out.splitlines():
         row = json.loads(line)
@@ -149,8 +152,8 @@ def indexed_chunks(binary, root):
     return chunks
 
 
-def query_all(binary, root, queries, mode, rerank):
-    cmd = [binary, "query", "-", "--root", str(root), "--json", "-k", str(TOP_K), "--mode", mode]
+def query_all(binary, root, queries, mode, rerank, where):
+    cmd = [binary, "query", "-", "--root", str(root), "--json", "-k", str(TOP_K), "--mode", mode, *where]
     if rerank:
         cmd.append("--rerank")
     started = time.monotonic()
@@ -188,13 +191,16 @@ def evaluate_repo(binary, cache, spec, tasks, args):
     root = checkout / prefix if prefix else checkout
     if not root.is_dir():
         return None
-    index_s = ensure_index(binary, root)
-    chunks = indexed_chunks(binary, root)
+    # `--indexes NAME` keeps each binary's indexes apart (another chunker's index would be
+    # rebuilt at every switch); by default the index is the root's own `.raggrep/`.
+    where = ["--index-dir", str(cache / "indexes" / args.indexes / spec["name"])] if args.indexes else []
+    index_s = ensure_index(binary, root, where)
+    chunks = indexed_chunks(binary, root, where)
     full = lambda p: f"{prefix}/{p}" if prefix else p  # noqa: E731  repository-relative
     chunk_paths = defaultdict(list)
     for path, start, end in chunks:
         chunk_paths[full(path)].append((start, end))
-    answers, query_s = query_all(binary, root, [t["query"] for t in tasks], args.mode, args.rerank)
+    answers, query_s = query_all(binary, root, [t["query"] for t in tasks], args.mode, args.rerank, where)
     rows = []
     for task, answer in zip(tasks, answers):
         hits = [(full(h["path"]), h["start_line"], h["end_line"]) for h in answer.get("results", [])][:TOP_K]
@@ -241,21 +247,27 @@ def evaluate_repo(binary, cache, spec, tasks, args):
     }
 
 
-def published_for(published, repos):
-    """Per method: mean NDCG@10 over `repos` (only when the method published every one of them)."""
+def published_for(published, results):
+    """Per method: its mean NDCG@10 over the measured repositories it published, raggrep's over
+    the same ones, and how many they are (a method that published none is left out)."""
     out = {}
     for label, method in published.items():
         per_repo = method.get("repos", {})
-        if all(r in per_repo for r in repos):
-            out[label] = {
-                "ndcg10": mean(per_repo[r]["ndcg10"] for r in repos),
-                "categories": {
-                    c: mean(per_repo[r]["categories"][c] for r in repos if c in per_repo[r].get("categories", {}))
-                    for c in ("architecture", "semantic", "symbol")
-                    if any(c in per_repo[r].get("categories", {}) for r in repos)
-                },
-                "per_repo": {r: per_repo[r]["ndcg10"] for r in repos},
-            }
+        common = [r for r in results if r["repo"] in per_repo]
+        if not common:
+            continue
+        names = [r["repo"] for r in common]
+        out[label] = {
+            "repos": len(common),
+            "ndcg10": mean(per_repo[r]["ndcg10"] for r in names),
+            "raggrep_ndcg10": mean(r["ndcg10"] for r in common),
+            "categories": {
+                c: mean(per_repo[r]["categories"][c] for r in names if c in per_repo[r].get("categories", {}))
+                for c in ("architecture", "semantic", "symbol")
+                if any(c in per_repo[r].get("categories", {}) for r in names)
+            },
+            "per_repo": {r: per_repo[r]["ndcg10"] for r in names},
+        }
     return out
 
 
@@ -275,7 +287,7 @@ def summary(results, published):
             if any(c in r["categories"] for r in results)
         },
         "languages": {lang: mean(r["ndcg10"] for r in rs) for lang, rs in sorted(by_language.items())},
-        "published": published_for(published, repos),
+        "published": published_for(published, results),
     }
 
 
@@ -297,14 +309,14 @@ def markdown(split_summaries, results, published_labels):
         )
         for label, p in s["published"].items():
             lines.append(
-                f"| {label} | {fmt(p['ndcg10'])} | "
+                f"| {label} ({p['repos']} repositories; raggrep on them {fmt(p['raggrep_ndcg10'])}) | {fmt(p['ndcg10'])} | "
                 + " | ".join(fmt(p["categories"].get(c)) for c in ("architecture", "semantic", "symbol"))
                 + " |"
             )
         missing = [label for label in published_labels if label not in s["published"]]
         if missing:
             lines.append("")
-            lines.append(f"Not published for every repository of this half: {', '.join(missing)}.")
+            lines.append(f"Published for none of these repositories: {', '.join(missing)}.")
         lines.append("")
         header = ["repository", "language", "queries", "raggrep", *s["published"].keys()]
         lines.append("| " + " | ".join(header) + " |")
@@ -320,7 +332,7 @@ def markdown(split_summaries, results, published_labels):
         lines.append("|---|---:|" + "---:|" * len(s["published"]))
         for lang, value in s["languages"].items():
             repos = [r["repo"] for r in results if r["language"] == lang and r["repo"] in s["repos"]]
-            peers = [fmt(mean(p["per_repo"][x] for x in repos)) for p in s["published"].values()]
+            peers = [fmt(mean(p["per_repo"][x] for x in repos if x in p["per_repo"])) for p in s["published"].values()]
             lines.append(f"| {lang} | {fmt(value)} | " + " | ".join(peers) + " |")
         lines.append("")
     return "\n".join(lines)
@@ -335,6 +347,7 @@ def main():
     parser.add_argument("--repo", action="append", default=[])
     parser.add_argument("--mode", default="hybrid")
     parser.add_argument("--rerank", action="store_true")
+    parser.add_argument("--indexes", help="keep the indexes under CACHE/indexes/NAME/<repo> (one name per binary)")
     parser.add_argument("--json", help="write every number and every query's ranks here")
     parser.add_argument("--markdown", help="write the tables here")
     parser.add_argument("--misses", help="write the queries below NDCG@10 1.0, with their top 10, here")
@@ -380,11 +393,14 @@ def main():
         if part:
             splits[split] = summary(part, published)
     for split, s in splits.items():
-        peers = "  ".join(f"{label} {p['ndcg10']:.3f}" for label, p in s["published"].items())
+        peers = "  ".join(
+            f"{label} {p['ndcg10']:.3f} (raggrep {p['raggrep_ndcg10']:.3f}, {p['repos']} repos)"
+            for label, p in s["published"].items()
+        )
         cats = " ".join(f"{c}={v:.3f}" for c, v in s["categories"].items())
         print(
             f"{split}: {len(s['repos'])} repos, {s['queries']} queries: raggrep NDCG@10 {s['ndcg10']:.3f} ({cats})"
-            + (f"; published on the same repos: {peers}" if peers else ""),
+            + (f"; published, each on the repos it covers: {peers}" if peers else ""),
             file=sys.stderr,
         )
     mismatched = [
