@@ -73,6 +73,21 @@ impl ChunkKind {
         Self::ALL.get(value as usize).copied().unwrap_or(ChunkKind::Code)
     }
 
+    /// A kind that holds other definitions (a class, a module, an `impl` …): its chunk is the
+    /// header — doc comment and signature —, its members are chunks of their own.
+    pub fn is_container(self) -> bool {
+        matches!(
+            self,
+            ChunkKind::Class
+                | ChunkKind::Struct
+                | ChunkKind::Enum
+                | ChunkKind::Interface
+                | ChunkKind::Trait
+                | ChunkKind::Impl
+                | ChunkKind::Module
+        )
+    }
+
     /// The lowercase name used in output.
     pub fn name(self) -> &'static str {
         match self {

@@ -37,35 +37,12 @@ pub struct Intent {
 /// `Rack::Builder#call`.
 const QUALIFIERS: [&str; 5] = ["::", "->", ".", "\\", "#"];
 
-/// Words of a question that say nothing about which code answers it.
+/// Words of a question, beside the fusion's stop words, that say nothing about which code
+/// answers it.
 const QUESTION_WORDS: &[&str] = &[
-    "a",
-    "an",
-    "the",
-    "of",
-    "to",
-    "for",
-    "from",
-    "in",
-    "on",
-    "at",
-    "by",
-    "with",
-    "and",
-    "or",
-    "is",
-    "are",
-    "be",
     "been",
-    "this",
-    "that",
     "these",
     "those",
-    "it",
-    "its",
-    "as",
-    "if",
-    "into",
     "how",
     "does",
     "do",
@@ -96,11 +73,6 @@ const QUESTION_WORDS: &[&str] = &[
     "has",
     "have",
     "had",
-    "not",
-    "no",
-    "all",
-    "any",
-    "each",
     "via",
     "using",
     "used",
@@ -120,6 +92,11 @@ const QUESTION_WORDS: &[&str] = &[
     "gets",
 ];
 
+/// A word that says nothing about which code answers a question.
+fn is_question_word(word: &str) -> bool {
+    QUESTION_WORDS.contains(&word) || super::learned::STOPWORDS.contains(&word)
+}
+
 impl Intent {
     pub fn of(text: &str) -> Intent {
         let text = text.trim();
@@ -133,7 +110,7 @@ impl Intent {
         let mut keywords: Vec<String> = code_tokens(text)
             .into_iter()
             .map(|(_, _, t)| t)
-            .filter(|t| t.len() > 2 && !QUESTION_WORDS.contains(&t.as_str()) && !t.chars().all(|c| c.is_ascii_digit()))
+            .filter(|t| t.len() > 2 && !is_question_word(t) && !t.chars().all(|c| c.is_ascii_digit()))
             .collect();
         keywords.sort();
         keywords.dedup();
@@ -493,7 +470,7 @@ fn looks_like_code(word: &str) -> bool {
     }
     if word.chars().next().is_some_and(char::is_uppercase)
         && word.chars().all(|c| c.is_alphanumeric() || c == '_')
-        && !QUESTION_WORDS.contains(&word.to_lowercase().as_str())
+        && !is_question_word(&word.to_lowercase())
     {
         return true;
     }

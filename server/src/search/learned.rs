@@ -60,7 +60,7 @@ pub struct Candidate {
 }
 
 /// Words too common in queries to say anything about a symbol or a path.
-const STOPWORDS: &[&str] = &[
+pub(crate) const STOPWORDS: &[&str] = &[
     "a",
     "an",
     "the",
@@ -222,16 +222,7 @@ pub fn candidates_from<'a>(
         let (lex_mm, lex_rr) = lexical_features.get(&chunk_index).copied().unwrap_or((0.0, 0.0));
         let cosine = cosines.get(&chunk_index).copied().unwrap_or_else(|| stored_cosine(chunk_index));
         let symbol = format!("{} {}", chunk.container, chunk.symbol);
-        let is_container = matches!(
-            chunk.kind,
-            ChunkKind::Class
-                | ChunkKind::Struct
-                | ChunkKind::Enum
-                | ChunkKind::Interface
-                | ChunkKind::Trait
-                | ChunkKind::Impl
-                | ChunkKind::Module
-        );
+        let is_container = chunk.kind.is_container();
         let is_plain_code = matches!(chunk.kind, ChunkKind::Code | ChunkKind::Text | ChunkKind::Section);
         out.push((
             Candidate {
