@@ -31,6 +31,9 @@ pub struct Intent {
     /// last segment (`Rack::Builder` → `Rack::Builder`, `Builder`). A question: the identifiers
     /// and capitalised words in it (`FromRequestParts`, `FMT_STRING`, `safeParse`, `Functor`).
     pub names: Vec<String>,
+    /// A question about a task the user does ("how do I roll back a release", "how to …"):
+    /// guides answer those as well as code does, unlike "how does X work".
+    pub task: bool,
 }
 
 /// Separators of a qualified name: `Rack::Builder`, `pkg.Func`, `App\Http`, `self->field`,
@@ -132,7 +135,11 @@ impl Intent {
                 .map(str::to_string)
                 .collect(),
         };
-        Intent { shape, keywords, names }
+        let lower = text.to_lowercase();
+        let task = ["how do i ", "how do we ", "how do you ", "how can i ", "how can we ", "how should i ", "how to "]
+            .iter()
+            .any(|p| lower.starts_with(p));
+        Intent { shape, keywords, names, task }
     }
 
     /// The query asks about documentation itself, so prose answers it.
@@ -579,6 +586,8 @@ mod tests {
         assert!(intent.keywords.contains(&"extract".to_string()));
         assert!(!intent.keywords.iter().any(|w| w == "how" || w == "does" || w == "the"));
         assert!(Intent::of("how does dependency injection work").names.is_empty());
+        assert!(Intent::of("How do I roll back a release").task);
+        assert!(!Intent::of("how does routing work").task);
     }
 
     #[test]
