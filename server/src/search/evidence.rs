@@ -506,7 +506,8 @@ impl<'q> Evidence<'q> {
             // Prose moves by the same amount both ways: below the code for a code question,
             // above it when the question asks for the documentation; a task ("how do I …") is
             // answered by a guide as well as by code, so there it stays where the fusion put it.
-            if chunk.language == Language::Markdown && !(self.intent.task && !prose_ok) {
+            let prose_moves = prose_ok || !self.intent.task;
+            if chunk.language == Language::Markdown && prose_moves {
                 *score += if prose_ok { w.prose } else { -w.prose };
             }
         }
