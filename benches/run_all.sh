@@ -11,13 +11,13 @@
 # date and commit; BENCHMARKS.md is assembled from all section files present, so `--only`
 # re-runs some sections and keeps the others' last results.
 #
-# Sections: retrieval retrieval-tune retrieval-test retrieval-fp32 variants embed cold query incremental lsp mcp tokens ann scale micro crash vectordb
+# Sections: retrieval retrieval-tune retrieval-test retrieval-fp32 variants embed cold query incremental lsp mcp mcp-load tokens ann scale micro crash vectordb
 # (by --only as well: scoped lsp100k polite static)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 
-all=(retrieval retrieval-tune retrieval-test retrieval-fp32 variants embed cold query incremental lsp mcp tokens ann scale micro crash vectordb)
+all=(retrieval retrieval-tune retrieval-test retrieval-fp32 variants embed cold query incremental lsp mcp mcp-load tokens ann scale micro crash vectordb)
 only=""
 tree=""
 while [[ $# -gt 0 ]]; do
@@ -148,6 +148,14 @@ PY
         echo "## MCP tools over stdio ($tree_name, official Python SDK, client-side latency)"
         echo
         mcp_python benches/mcp_latency.py "$bin" "$tree" --rounds 3
+        ;;
+      mcp-load)
+        ensure_indexed
+        echo "## MCP over HTTP under load ($tree_name, 32 official Python SDK clients for 30 s)"
+        echo
+        echo '```'
+        RAGGREP_BIN="$bin" bash benches/mcp_http_load.sh --tree "$tree" --clients 32 --seconds 30
+        echo '```'
         ;;
       tokens)
         echo "## Tokens an agent reads before it sees the answer (retrieval benchmark queries)"

@@ -89,6 +89,8 @@ client "Helix client in the real Helix 25.01 (tmux)" editors/helix/test/run.sh
 client "VS Code extension (unit + code-server/Chromium end to end)" editors/vscode/test/run.sh
 client "MCP server (official Python SDK, stdio and Streamable HTTP)" tests/mcp/run.sh
 client "MCP server (official MCP Inspector, CLI mode)" tests/mcp/inspector.sh
+# Many SDK clients over HTTP at once, sessions opened and ended throughout (no timing asserted).
+client "MCP over HTTP under load, quick mode (8 SDK clients, 8 s)" benches/mcp_http_load.sh --clients 8 --seconds 8 --session-calls 5
 client "vector store interop with seed 002's stack (Python sqlite3 + PyPI sqlite-vec)" tests/vectordb/interop.sh
 # raggrep ask against a real LLM server: llama.cpp's llama-server built from the source vendored in
 # the crate llama-cpp-sys-2 (needs cmake; ~65 s once, cached), serving SmolLM2-135M.

@@ -129,6 +129,13 @@ if [[ -z "$url" ]]; then
   failed=$((failed + 1))
 else
   run_suite "http" "$url"
+  # Each call above opened a session and ended it on exit: nothing about that on stderr.
+  if grep -il "terminat" "$work"/*.err >/dev/null 2>&1; then
+    echo "FAIL http: the Inspector warned when ending its session: $(grep -ih "terminat" "$work"/*.err | head -2)"
+    failed=$((failed + 1))
+  else
+    passed=$((passed + 1)); echo "ok   http: sessions end without a warning"
+  fi
 fi
 
 echo "$passed passed, $failed failed"

@@ -4,11 +4,13 @@ Usage: test_sdk.py RAGGREP_BIN FIXTURE_DIR. Copies the fixture to a temporary di
 starts the real server on it (real model), calls every tool with good and bad arguments, and
 checks that a file written on disk during the session is found without a reindex call. Then the
 same checks over HTTP (`raggrep mcp --http 127.0.0.1:0`), plus what only HTTP has: two clients
-at once, the endpoint path, browser origins refused, loopback only, SIGTERM ends the server.
+at once, the endpoint path, browser origins refused, loopback only, sessions ended by DELETE as the
+transport specification says (200, then 404; no SDK warning on exit), SIGTERM ends the server.
 Ends with "N passed, M failed"; exits non-zero on any failure.
 """
 
 import json
+import logging
 import mmap
 import os
 import shutil
@@ -117,15 +119,54 @@ def stop(server, sig):
         return "hung"
 
 
-def http_status(url, headers=None, body=b"{}"):
-    request = urllib.request.Request(url, data=body, method="POST",
+def http_request(url, method="POST", headers=None, body=b"{}"):
+    """Returns (status, response headers) of one plain HTTP request."""
+    request = urllib.request.Request(url, data=body if method == "POST" else None, method=method,
                                      headers={"Content-Type": "application/json",
                                               "Accept": "application/json, text/event-stream", **(headers or {})})
     try:
+        # The status and headers are all these checks read; a body may be an open event stream.
         with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status
+            return response.status, response.headers
     except urllib.error.HTTPError as err:
-        return err.code
+        return err.code, err.headers
+
+
+def http_status(url, headers=None, body=b"{}"):
+    return http_request(url, headers=headers, body=body)[0]
+
+
+class Warnings(logging.Handler):
+    """Collects what the SDK logs at WARNING or above (it reports a failed session end there)."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+def session_end_checks(url):
+    """DELETE ends a session: 200 once, then 404; a session id nobody issued is 404 too."""
+    version = "2025-06-18"
+    initialize = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}).encode()
+    status, headers = http_request(url, headers={"MCP-Protocol-Version": version}, body=initialize)
+    session = headers.get("Mcp-Session-Id") if headers else None
+    check("http: initialize opens a session", status == 200 and session, f"status {status}")
+    if not session:
+        return
+    ending = {"Mcp-Session-Id": session, "MCP-Protocol-Version": version}
+    first, _ = http_request(url, "DELETE", ending)
+    check("http: DELETE ends the session with 200", first == 200, f"status {first}")
+    again, _ = http_request(url, "DELETE", ending)
+    check("http: DELETE of an ended session is 404", again == 404, f"status {again}")
+    listed = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).encode()
+    after, _ = http_request(url, headers=ending, body=listed)
+    check("http: an ended session answers no more requests (404)", after == 404, f"status {after}")
+    unknown, _ = http_request(url, "DELETE", {**ending, "Mcp-Session-Id": "not-a-session"})
+    check("http: DELETE of an unknown session is 404", unknown == 404, f"status {unknown}")
 
 
 async def http_checks(binary, root):
@@ -140,9 +181,19 @@ async def http_checks(binary, root):
                 await call(second, "find_symbol", {"name": "validate_token"})
             check("http: two clients at once", locations(a) and len((b.structured_content or {}).get("definitions", [])) == 1,
                   text_of(a)[:100] + text_of(b)[:100])
-        async with Client(url, read_timeout_seconds=60, mode="legacy") as client:
-            result = await call(client, "find_symbol", {"name": "validate_token"})
-            check(f"http: legacy session handshake ({client.protocol_version})", not result.is_error, text_of(result)[:200])
+        # A legacy (session) client ends its session with DELETE on exit; the SDK warns when the
+        # answer is not 200/204, as every agent built on it would show its user.
+        warnings = Warnings()
+        logging.getLogger("mcp").addHandler(warnings)
+        try:
+            async with Client(url, read_timeout_seconds=60, mode="legacy") as client:
+                result = await call(client, "find_symbol", {"name": "validate_token"})
+                check(f"http: legacy session handshake ({client.protocol_version})", not result.is_error,
+                      text_of(result)[:200])
+        finally:
+            logging.getLogger("mcp").removeHandler(warnings)
+        check("http: the SDK ends its session without a warning", not warnings.messages, warnings.messages)
+        session_end_checks(url)
         other_path = url[: -len("/mcp")] + "/other"
         check("http: other paths are 404", http_status(other_path) == 404)
         refused = http_status(url, {"Origin": "http://evil.example"})

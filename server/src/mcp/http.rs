@@ -9,8 +9,9 @@ use std::sync::Arc;
 
 use http_body_util::BodyExt;
 use hyper::body::{Bytes, Incoming};
-use hyper::{Request, Response, StatusCode};
+use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+use rmcp::transport::streamable_http_server::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
@@ -19,6 +20,11 @@ use super::RaggrepMcp;
 
 /// The one path the endpoint answers on (the convention of MCP hosts' examples).
 pub const ENDPOINT: &str = "/mcp";
+
+/// The header that names a session (Streamable HTTP transport).
+const SESSION_HEADER: &str = "mcp-session-id";
+
+type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
 
 /// Refuses addresses other hosts could reach.
 pub fn check_loopback(addr: &SocketAddr) -> Result<(), String> {
@@ -46,8 +52,8 @@ pub async fn serve(
         .with_allowed_hosts(["localhost", "127.0.0.1", "::1", "[::1]"])
         .enforce_origin_validation()
         .with_cancellation_token(stop.child_token());
-    let service =
-        StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
+    let sessions = Arc::new(LocalSessionManager::default());
+    let service = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
     ready(bound);
     loop {
         let (stream, peer) = tokio::select! {
@@ -63,13 +69,18 @@ pub async fn serve(
             () = stop.cancelled() => return Ok(()),
         };
         let service = service.clone();
+        let sessions = sessions.clone();
         let stop = stop.clone();
         tokio::spawn(async move {
             let handler = hyper::service::service_fn(move |request: Request<Incoming>| {
                 let service = service.clone();
+                let sessions = sessions.clone();
                 async move {
                     if request.uri().path() != ENDPOINT {
                         return Ok::<_, Infallible>(not_found(request.uri().path()));
+                    }
+                    if request.method() == Method::DELETE {
+                        return Ok(end_session(request, &service, &sessions).await);
                     }
                     Ok(service.handle(request).await)
                 }
@@ -87,9 +98,36 @@ pub async fn serve(
     }
 }
 
-fn not_found(path: &str) -> Response<http_body_util::combinators::BoxBody<Bytes, Infallible>> {
-    let body = format!("raggrep serves MCP on {ENDPOINT}, not on {path}\n");
-    let mut response = Response::new(http_body_util::Full::new(Bytes::from(body)).boxed());
-    *response.status_mut() = StatusCode::NOT_FOUND;
+/// `DELETE /mcp`: a client ending its session. The transport specification's answers, which
+/// the official SDKs check: 200 when the session existed and is now closed (rmcp says 202,
+/// which the Python SDK reports as "Session termination failed: 202" on every exit), 404 for a
+/// session that is unknown or already ended. A request without a session id, or with a bad
+/// protocol version, gets rmcp's own 400.
+async fn end_session(
+    request: Request<Incoming>,
+    service: &StreamableHttpService<RaggrepMcp, LocalSessionManager>,
+    sessions: &LocalSessionManager,
+) -> Response<Body> {
+    if let Some(id) = request.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
+        let id: rmcp::transport::streamable_http_server::SessionId = id.into();
+        // `has_session` cannot fail for the in-memory manager; an error would mean "unknown".
+        if !sessions.has_session(&id).await.unwrap_or(false) {
+            return plain(StatusCode::NOT_FOUND, "no such session (unknown, or already ended)\n");
+        }
+    }
+    let mut response = service.handle(request).await;
+    if response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::OK;
+    }
+    response
+}
+
+fn not_found(path: &str) -> Response<Body> {
+    plain(StatusCode::NOT_FOUND, &format!("raggrep serves MCP on {ENDPOINT}, not on {path}\n"))
+}
+
+fn plain(status: StatusCode, body: &str) -> Response<Body> {
+    let mut response = Response::new(http_body_util::Full::new(Bytes::from(body.to_owned())).boxed());
+    *response.status_mut() = status;
     response
 }
