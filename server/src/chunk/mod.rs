@@ -385,7 +385,7 @@ pub fn chunk_file(path: &str, text: &str, language: Language, config: &ChunkConf
             None => lines::windows(text, 0..text.len(), config),
         },
     };
-    let pieces = cover_gaps(text, pieces);
+    let pieces = cover_gaps(text, pieces, config);
     let line_starts = LineIndex::new(text);
     let path: Arc<str> = Arc::from(path);
     pieces
@@ -413,21 +413,37 @@ pub fn chunk_file(path: &str, text: &str, language: Language, config: &ChunkConf
 
 /// Inserts `Code` pieces for any non-blank text no piece covers, so nothing is dropped even if a
 /// language rule misses a node, and sorts pieces by start.
-fn cover_gaps(text: &str, mut pieces: Vec<Piece>) -> Vec<Piece> {
+///
+/// A gap can be long: tree-sitter's error recovery may end a file in one ERROR node whose
+/// children stop early (a Kotlin `value class` whose constructor sits on the next line made
+/// the last 440 lines of a real file one such tail). A gap over the token budget is cut into
+/// line windows, as text without a grammar is, so the budget holds there too.
+fn cover_gaps(text: &str, mut pieces: Vec<Piece>, config: &ChunkConfig) -> Vec<Piece> {
     pieces.sort_by_key(|p| (p.range.start, p.range.end));
     let mut out = Vec::with_capacity(pieces.len());
+    let gap = |range: Range<usize>, out: &mut Vec<Piece>| {
+        if text[range.clone()].trim().is_empty() {
+            return;
+        }
+        let ranges = if estimate_tokens(&text[range.clone()]) > config.max_tokens {
+            lines::split_lines(text, range, config)
+        } else {
+            vec![range]
+        };
+        out.extend(ranges.into_iter().map(|range| Piece { range, kind: ChunkKind::Code, symbol: None, container: None }));
+    };
     // A byte-order mark (C# files often start with one) is no code of its own: the first piece
     // covers its line.
     let mut covered = if text.starts_with('\u{feff}') { '\u{feff}'.len_utf8() } else { 0 };
     for piece in pieces {
-        if piece.range.start > covered && !text[covered..piece.range.start].trim().is_empty() {
-            out.push(Piece { range: covered..piece.range.start, kind: ChunkKind::Code, symbol: None, container: None });
+        if piece.range.start > covered {
+            gap(covered..piece.range.start, &mut out);
         }
         covered = covered.max(piece.range.end);
         out.push(piece);
     }
-    if covered < text.len() && !text[covered..].trim().is_empty() {
-        out.push(Piece { range: covered..text.len(), kind: ChunkKind::Code, symbol: None, container: None });
+    if covered < text.len() {
+        gap(covered..text.len(), &mut out);
     }
     out
 }

@@ -607,6 +607,50 @@ export function isAction(thing: any) {
     assert_eq!(outline, ["IActionFactory", "createActionFactory", "runInAction", "isAction"]);
 }
 
+/// Kotlin's grammar gives up at a `value class` whose constructor is annotated on the next line
+/// (kotlinx.coroutines' `ChannelResult`): the rest of the file became one ERROR node whose
+/// children stop at the last `$`, and the uncovered tail one anonymous chunk of hundreds of
+/// lines. The definitions after it are chunks of their own again, and no loose code breaks
+/// the token budget.
+#[test]
+fn kotlin_definitions_after_a_value_class_error_are_chunks() {
+    let mut text = String::from(
+        "@JvmInline\npublic value class Result<out T>\n@PublishedApi internal constructor(@PublishedApi internal val holder: Any?) {\n    public val isSuccess: Boolean get() = holder !is Failed\n}\n\n/** Prints \"got $element\". */\npublic fun <T> Result<T>.show(): String = \"got \" + holder\n\n",
+    );
+    for i in 0..60 {
+        let _ = write!(
+            text,
+            "/**\n * Returns the value number {i} for the caller.\n */\npublic fun <T> Result<T>.value{i}(): T? = if (isSuccess) holder as T else null\n\n"
+        );
+    }
+    let config = ChunkConfig::default();
+    let chunks = chunk_file("Result.kt", &text, Language::Kotlin, &config);
+    check_invariants(&text, &chunks);
+    let named: Vec<&str> = chunks.iter().filter_map(|c| c.symbol.as_deref()).collect();
+    for i in 0..60 {
+        assert!(named.contains(&format!("value{i}").as_str()), "value{i} is not a chunk: {named:?}");
+    }
+    for chunk in chunks.iter().filter(|c| c.kind == ChunkKind::Code) {
+        assert!(estimate_tokens(chunk.text(&text)) <= config.max_tokens, "loose code over budget: {chunk:?}");
+    }
+}
+
+/// Whatever the grammar leaves uncovered is covered in windows within the budget, not as one
+/// piece (the safety net under every language rule).
+#[test]
+fn a_long_uncovered_gap_is_cut_into_windows() {
+    let text: String = (0..400).map(|i| format!("line {i} of text nobody parsed\n")).collect();
+    let config = ChunkConfig::default();
+    let pieces = cover_gaps(&text, Vec::new(), &config);
+    assert!(pieces.len() > 1, "one piece for 400 lines");
+    for piece in &pieces {
+        assert!(estimate_tokens(&text[piece.range.clone()]) <= config.max_tokens);
+        assert_eq!(piece.kind, ChunkKind::Code);
+    }
+    assert_eq!(pieces.first().map(|p| p.range.start), Some(0));
+    assert_eq!(pieces.last().map(|p| p.range.end), Some(text.len()));
+}
+
 /// The same error before an object literal of methods (mobx's `observableFactories`): the
 /// methods are only found inside the big `const`, which an outline does not look into; the
 /// segments must still win, so each method is a chunk of its own.
