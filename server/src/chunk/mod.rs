@@ -430,7 +430,12 @@ fn cover_gaps(text: &str, mut pieces: Vec<Piece>, config: &ChunkConfig) -> Vec<P
         } else {
             vec![range]
         };
-        out.extend(ranges.into_iter().map(|range| Piece { range, kind: ChunkKind::Code, symbol: None, container: None }));
+        out.extend(ranges.into_iter().map(|range| Piece {
+            range,
+            kind: ChunkKind::Code,
+            symbol: None,
+            container: None,
+        }));
     };
     // A byte-order mark (C# files often start with one) is no code of its own: the first piece
     // covers its line.
