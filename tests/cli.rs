@@ -45,8 +45,23 @@ impl Workspace {
     /// `raggrep ARGS` in the workspace, for a caller to add environment or another cwd.
     fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_raggrep"));
-        command.args(args).current_dir(self.root()).stdin(Stdio::null());
+        // The upward search for an index (as git's for a repository) stops at the temporary
+        // directory's parent: whatever lies above a test's workspace is not its business.
+        let fence = self.dir.path().parent().unwrap_or(Path::new("/"));
+        command.args(args).current_dir(self.root()).stdin(Stdio::null()).env("RAGGREP_CEILING_DIRS", fence);
         command
+    }
+
+    /// `raggrep ARGS` started in `sub` (a directory of the workspace); must succeed.
+    fn ok_in(&self, sub: &str, args: &[&str]) -> Output {
+        let out = self.command(args).current_dir(self.root().join(sub)).output().unwrap();
+        assert!(
+            out.status.success(),
+            "raggrep {args:?} in {sub} failed ({}):\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
     }
 
     fn raggrep(&self, args: &[&str]) -> Output {
@@ -1619,4 +1634,104 @@ fn an_index_in_another_format_is_rebuilt_and_not_called_damaged() {
     assert!(has_hit(&results, "src/auth.py", "validate_token"), "{:?}", hits(&results));
     let json: Value = serde_json::from_slice(&ws.ok(&["status", "--json"]).stdout).unwrap();
     assert_eq!(json["files"], 8, "{json}");
+}
+
+/// Issue 59: a command started in a subdirectory uses the index of the project it is in, as
+/// git finds its repository, instead of building a second index of the subdirectory alone.
+#[test]
+fn a_query_from_a_subdirectory_uses_the_projects_index() {
+    let ws = Workspace::polyglot();
+    ws.index();
+    let root = ws.root().canonicalize().unwrap();
+    let json = |out: Output| -> Value { serde_json::from_slice(&out.stdout).unwrap() };
+    let question = "check whether an API token is still valid";
+    let from_root = json(ws.ok(&["query", question, "--json", "-k", "8"]));
+    let everywhere = json(ws.ok_in("lib", &["query", question, "--json", "-k", "8", "--everywhere"]));
+    assert_eq!(hit_paths(&everywhere), hit_paths(&from_root), "--everywhere is the project's ranking");
+    assert_eq!(everywhere["root"], root.display().to_string());
+    assert!(!ws.root().join("lib/.raggrep").exists(), "a nested index was built");
+
+    // By default the subdirectory's hits come first, then the rest of the project's, in rank order.
+    let first = hit_paths(&json(ws.ok_in("lib", &["query", question, "--json", "-k", "8"])));
+    let mut expected: Vec<String> = hit_paths(&from_root).into_iter().filter(|p| p.starts_with("lib/")).collect();
+    assert!(!expected.is_empty() && expected.len() < 8, "the fixture should give both kinds: {expected:?}");
+    expected.extend(hit_paths(&from_root).into_iter().filter(|p| !p.starts_with("lib/")));
+    assert_eq!(first, expected);
+    assert_eq!(first[0].split('/').next(), Some("lib"));
+
+    // --here: only the subdirectory's.
+    let here = hit_paths(&json(ws.ok_in("lib", &["query", question, "--json", "--here"])));
+    assert!(!here.is_empty() && here.iter().all(|p| p.starts_with("lib/")), "{here:?}");
+    let both = ws.command(&["query", question, "--here", "--path", "src/**"]).current_dir(ws.root().join("lib")).output().unwrap();
+    assert_eq!(both.status.code(), Some(2), "--here with --path must be refused");
+
+    // The human output says which index answered and shows paths from where the user is.
+    let text = String::from_utf8(ws.ok_in("lib", &["query", question]).stdout).unwrap();
+    let first_line = text.lines().next().unwrap();
+    assert!(first_line.contains(&format!("index of {}", root.display())) && first_line.contains("lib/ first"), "{text}");
+    assert!(text.contains("../src/auth.py:"), "paths are not shown from lib/: {text}");
+    assert!(!text.contains("lib/Cache.java") && !text.contains("lib/unique.js"), "{text}");
+
+    // status names the index it uses, from any subdirectory.
+    let status = json(ws.ok_in("lib", &["status", "--json"]));
+    assert_eq!(status["root"], root.display().to_string());
+    // --root still wins: the subdirectory on its own (built first, then searched).
+    let own = ws.ok_in("lib", &["query", question, "--json", "--root", "."]);
+    assert_eq!(json(own)["root"], root.join("lib").display().to_string());
+    assert!(ws.root().join("lib/.raggrep").is_dir());
+}
+
+/// Without an index, the top of the git work tree is the root; a nested repository (a vendored
+/// checkout) inside an indexed project searches the project's index; a ceiling stops the search.
+#[test]
+fn the_root_is_the_git_work_tree_then_the_directory_unless_a_ceiling_says_otherwise() {
+    let ws = Workspace::polyglot();
+    fs::create_dir_all(ws.root().join(".git")).unwrap();
+    let root = ws.root().canonicalize().unwrap();
+    let out = ws.ok_in("docs", &["query", "deploy the service", "--json", "-k", "3"]);
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["root"], root.display().to_string(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(ws.root().join(".raggrep/CURRENT").is_file() && !ws.root().join("docs/.raggrep").exists());
+
+    // A vendored repository inside the indexed project: the project's index answers.
+    ws.write("vendor/tool/.git/HEAD", "ref: refs/heads/main\n");
+    ws.write("vendor/tool/run.py", "def run_tool():\n    return 1\n");
+    let out = ws.ok_in("vendor/tool", &["status", "--json"]);
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(status["root"], root.display().to_string());
+
+    // A ceiling at the project: from docs/, the search does not enter it, so docs/ is its own root.
+    let out = ws
+        .command(&["status"])
+        .current_dir(ws.root().join("docs"))
+        .env("RAGGREP_CEILING_DIRS", ws.root())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(&root.join("docs").display().to_string()), "{stderr}");
+}
+
+/// `raggrep index` in a subdirectory of an indexed project updates the project's index and says
+/// so; `--new` makes a separate index on purpose.
+#[test]
+fn index_in_a_subdirectory_updates_the_projects_index_unless_new() {
+    let ws = Workspace::polyglot();
+    ws.index();
+    let root = ws.root().canonicalize().unwrap();
+    ws.write("svc/health.go", "package svc\n\n// Healthy reports whether the service answers.\nfunc Healthy() bool { return true }\n");
+    let out = ws.ok_in("svc", &["index", ".", "--json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("inside the index of {}", root.display())), "{stderr}");
+    let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(stats["files"], 9, "the project's index, with the new file");
+    assert!(!ws.root().join("svc/.raggrep").exists());
+    // Without PATH, from the subdirectory: the same index, announced.
+    let out = ws.ok_in("svc", &["index"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("updating the index of {}", root.display())));
+    // --new: a separate index of the subdirectory.
+    let out = ws.ok_in("svc", &["index", "--new", ".", "--json"]);
+    let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(stats["files"], 2);
+    assert!(ws.root().join("svc/.raggrep/CURRENT").is_file());
 }

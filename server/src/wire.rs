@@ -156,6 +156,10 @@ pub struct SearchResponse {
     /// `team` setting): ranked apart from `results`, whose scores it does not share.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub team: Option<TeamSection>,
+    /// The root whose index answered, absolute (the CLI's `query --json`: found from the
+    /// directory it was started in, as git finds its repository; hit paths are relative to it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub root: Option<String>,
 }
 
 /// Results of the team index beside a local search: hits of other repositories (each with its
@@ -185,6 +189,7 @@ impl SearchResponse {
             reranked_by: results.reranked_by.clone(),
             confidence: results.confidence.map(Confidence::from),
             team: None,
+            root: None,
         }
     }
 }

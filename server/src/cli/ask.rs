@@ -61,7 +61,7 @@ pub fn run(args: AskArgs, model: Option<&str>, ort: Option<&Path>) -> Result<()>
     anyhow::ensure!(args.budget >= 100, "--budget {} is too small to hold any code: give 100 or more", args.budget);
     anyhow::ensure!(args.max_tokens > 0, "--max-tokens must be at least 1");
     anyhow::ensure!(args.llm_timeout > 0, "--llm-timeout must be at least 1 second");
-    let location = IndexLocation::new(&args.location.root, args.location.index_dir.as_deref())?;
+    let location = args.location.resolve()?.location;
     // Settle the LLM configuration first: a bad config fails before any work.
     let llm_config = if args.prompt { None } else { Some(llm_config(&args, &location)?) };
 

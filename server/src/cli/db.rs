@@ -17,9 +17,11 @@ use crate::wire;
 #[derive(clap::Args)]
 pub struct DbArgs {
     /// Workspace root: its `.raggrep/` holds the default database and the remembered choice,
-    /// and import-file reads only files inside it (default: the current directory).
-    #[arg(long, global = true, default_value = ".")]
-    root: PathBuf,
+    /// and import-file reads only files inside it (default: found as every command finds it:
+    /// the nearest .raggrep/ at or above the current directory, else the git work tree's top,
+    /// else the current directory).
+    #[arg(long, global = true)]
+    root: Option<PathBuf>,
     /// Keep the default database and the remembered choice here instead of ROOT/.raggrep.
     #[arg(long, global = true, env = "RAGGREP_INDEX_DIR")]
     index_dir: Option<PathBuf>,
@@ -69,7 +71,7 @@ enum DbAction {
 pub fn run(args: DbArgs, model: Option<&str>, ort: Option<&Path>) -> Result<()> {
     let started = std::time::Instant::now();
     let store_model = vectordb::StoreModel::new(model, ort);
-    let location = IndexLocation::new(&args.root, args.index_dir.as_deref())?;
+    let location = super::LocationArgs { root: args.root.clone(), index_dir: args.index_dir.clone() }.resolve()?.location;
     let cwd = std::env::current_dir().context("the current directory")?;
     let mut out = io::stdout().lock();
     let json = args.json;

@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 mod ask;
 mod db;
+mod location;
 mod output;
 mod progress;
 mod team;
@@ -22,6 +23,7 @@ use crate::index::{self, IndexLocation, IndexOptions, Snapshot, UpdateStats};
 use crate::lang::Language;
 use crate::search::{self, Mode, Query};
 use crate::{walk, wire};
+use location::{LocationArgs, Resolved, Scope};
 
 #[derive(Parser)]
 #[command(name = "raggrep", version, about = "Local-first semantic code search")]
@@ -41,10 +43,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Build or update the index of PATH (default: the current directory).
+    /// Build or update the index of PATH (default: the index the current directory is in, else
+    /// the top of its git work tree, else the current directory). PATH inside an indexed
+    /// project updates the project's index; --new makes a separate one for PATH.
     Index {
-        #[arg(default_value = ".")]
-        path: PathBuf,
+        path: Option<PathBuf>,
+        /// A separate index for PATH even when it lies inside an indexed project.
+        #[arg(long)]
+        new: bool,
         #[command(flatten)]
         location: LocationArgs,
         #[command(flatten)]
@@ -111,6 +117,13 @@ enum Command {
         /// With --from or --team: only repositories whose name (remote@branch) matches this glob.
         #[arg(long, value_name = "GLOB")]
         repo: Option<String>,
+        /// Started in a subdirectory of the root: only hits under it (default: its hits first,
+        /// then the rest of the project's).
+        #[arg(long, conflicts_with = "everywhere")]
+        here: bool,
+        /// Started in a subdirectory of the root: the whole project's ranking as it is.
+        #[arg(long)]
+        everywhere: bool,
     },
     /// Git hooks that update the index in the background after commits, checkouts and merges.
     Hook {
@@ -201,16 +214,6 @@ enum HookAction {
         #[arg(long)]
         json: bool,
     },
-}
-
-#[derive(clap::Args, Clone)]
-struct LocationArgs {
-    /// Workspace root (default: the current directory).
-    #[arg(long, default_value = ".")]
-    root: PathBuf,
-    /// Keep the index here instead of ROOT/.raggrep (for read-only trees).
-    #[arg(long, env = "RAGGREP_INDEX_DIR")]
-    index_dir: Option<PathBuf>,
 }
 
 #[derive(clap::Args, Clone)]
@@ -338,6 +341,7 @@ fn dispatch(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Index {
             path,
+            new,
             location,
             walk,
             json,
@@ -347,7 +351,7 @@ fn dispatch(cli: Cli) -> Result<()> {
             compact_min_dead,
             vectors,
         } => {
-            let location = IndexLocation::new(&path, location.index_dir.as_deref())?;
+            let location = index_location(path.as_deref(), new, location)?;
             let embedder = load_embedder(model, ort)?;
             let options = IndexOptions {
                 walk: walk.into(),
@@ -381,6 +385,8 @@ fn dispatch(cli: Cli) -> Result<()> {
             from,
             team,
             repo,
+            here,
+            everywhere,
         } => {
             let mode =
                 Mode::parse(&mode).with_context(|| format!("unknown --mode {mode:?}: use hybrid, dense or lexical"))?;
@@ -393,7 +399,7 @@ fn dispatch(cli: Cli) -> Result<()> {
                         "the team index takes a single query with -k, --mode, --json and --repo (--lang, --path, --min-score, --exact, --rerank and `-` are local-only)"
                     );
                 }
-                let location = IndexLocation::new(&location.root, location.index_dir.as_deref())?;
+                let location = location.resolve()?.location;
                 let args = team::FromArgs {
                     url: from.as_deref(),
                     repo_glob: repo,
@@ -409,19 +415,27 @@ fn dispatch(cli: Cli) -> Result<()> {
                 Some(name) => Some(Language::from_name(&name).with_context(|| format!("unknown --lang {name:?}"))?),
                 None => None,
             };
+            let resolved = location.resolve()?;
+            let scope = if here {
+                Scope::Here
+            } else if everywhere {
+                Scope::Everywhere
+            } else {
+                Scope::SubtreeFirst
+            };
+            let path_glob = location::here_glob(&resolved.subtree, scope, path_glob.as_deref())?;
             let template = Query { k, mode, language, path_glob, min_score, exact, rerank, ..Query::new("") };
             if rerank {
                 search::rerank_applies(&template)?;
             }
-            let location = IndexLocation::new(&location.root, location.index_dir.as_deref())?;
-            cmd_query(&location, model, ort, &query, &template, json)
+            cmd_query(&resolved, scope, model, ort, &query, &template, json)
         }
         Command::Status { location, json } => {
-            let location = IndexLocation::new(&location.root, location.index_dir.as_deref())?;
+            let location = location.resolve()?.location;
             cmd_status(&location, json, model, ort)
         }
         Command::Inspect { location, chunks, skipped, json } => {
-            let location = IndexLocation::new(&location.root, location.index_dir.as_deref())?;
+            let location = location.resolve()?.location;
             cmd_inspect(&location, chunks, skipped, json)
         }
         Command::Lsp | Command::Mcp { .. } => unreachable!("handled in run()"),
@@ -495,30 +509,64 @@ fn run_update(location: &IndexLocation, embedder: &OnnxEmbedder, options: &Index
 }
 
 fn cmd_query(
-    location: &IndexLocation,
+    resolved: &Resolved,
+    scope: Scope,
     model: Option<&str>,
     ort: Option<&Path>,
     query: &str,
     template: &Query,
     json: bool,
 ) -> Result<()> {
+    let location = &resolved.location;
     let mut embedder = if template.mode != Mode::Lexical { Some(load_embedder(model, ort)?) } else { None };
     let snapshot = open_index(location, &mut embedder, model, ort)?;
     let embedder_ref: Option<&dyn Embedder> = embedder.as_ref().map(|e| e as &dyn Embedder);
+    // Hits under the directory the search started in come first, unless asked otherwise.
+    let first = if scope == Scope::SubtreeFirst { resolved.subtree.as_str() } else { "" };
     let mut out = io::stdout().lock();
     if query == "-" {
-        return batch_queries(&snapshot, embedder_ref, template, &mut out);
+        return batch_queries(&snapshot, embedder_ref, template, first, &mut out);
     }
     let request = Query { text: query.to_string(), ..template.clone() };
-    let results = search::search(&snapshot, embedder_ref, &request)?;
+    let mut results = search::search(&snapshot, embedder_ref, &request)?;
+    location::subtree_first(&mut results, first);
     audit_search(&snapshot, &request, &results);
     warn_degraded(results.degraded.as_deref());
     if json {
-        writeln!(out, "{}", serde_json::to_string(&search_response(&results))?)?;
+        writeln!(out, "{}", serde_json::to_string(&cli_response(&results, location))?)?;
     } else {
-        output::print_hits(&mut out, &results)?;
+        output::print_hits(&mut out, &results, &output::Seen::from(resolved, scope))?;
     }
     Ok(())
+}
+
+/// The index `raggrep index [PATH]` updates: PATH's own with `--new` or `--index-dir`; else the
+/// index PATH lies in, when there is one (said on stderr), else PATH; without PATH, the one the
+/// current directory resolves to ([`location::resolve_from`]).
+fn index_location(path: Option<&Path>, new: bool, location: LocationArgs) -> Result<IndexLocation> {
+    if new || location.index_dir.is_some() || location.root.is_some() {
+        let root = path.or(location.root.as_deref()).unwrap_or(Path::new("."));
+        return Ok(IndexLocation::new(root, location.index_dir.as_deref())?);
+    }
+    let resolved = location::resolve_from(path.unwrap_or(Path::new(".")))?;
+    match (path, resolved.found) {
+        (Some(path), Some(index::Found::Index)) if !resolved.subtree.is_empty() => {
+            let _ = writeln!(
+                io::stderr(),
+                "raggrep: {} is inside the index of {}: updating that one (`raggrep index --new {}` makes a separate index)",
+                path.display(),
+                resolved.location.root.display(),
+                path.display()
+            );
+            Ok(resolved.location)
+        }
+        // A PATH given names the root, unless an index encloses it.
+        (Some(path), _) => Ok(IndexLocation::new(path, None)?),
+        (None, _) => {
+            resolved.announce("updating");
+            Ok(resolved.location)
+        }
+    }
 }
 
 /// The index of `location`, built first when there is none and rebuilt when it is damaged;
@@ -571,6 +619,7 @@ fn batch_queries(
     snapshot: &Snapshot,
     embedder: Option<&dyn Embedder>,
     template: &Query,
+    first: &str,
     out: &mut impl Write,
 ) -> Result<()> {
     use std::io::BufRead;
@@ -593,13 +642,14 @@ fn batch_queries(
             Ok(text) => {
                 let request = Query { text: text.trim_end_matches(['\n', '\r']).to_string(), ..template.clone() };
                 match search::search(snapshot, embedder, &request) {
-                    Ok(results) => {
+                    Ok(mut results) => {
+                        location::subtree_first(&mut results, first);
                         audit_search(snapshot, &request, &results);
                         if !warned {
                             warn_degraded(results.degraded.as_deref());
                             warned = results.degraded.is_some();
                         }
-                        serde_json::to_value(search_response(&results))?
+                        serde_json::to_value(cli_response(&results, &snapshot.location))?
                     }
                     Err(err) => serde_json::to_value(wire::ErrorBody {
                         query: Some(request.text),
@@ -616,6 +666,11 @@ fn batch_queries(
 
 fn search_response(results: &search::SearchResults) -> wire::SearchResponse {
     wire::SearchResponse::new(results, results.results.iter().map(wire::Hit::from_search).collect())
+}
+
+/// `query --json`: the response, naming the root that answered (paths are relative to it).
+fn cli_response(results: &search::SearchResults, location: &IndexLocation) -> wire::SearchResponse {
+    wire::SearchResponse { root: Some(location.root.display().to_string()), ..search_response(results) }
 }
 
 fn audit_search(snapshot: &Snapshot, query: &Query, results: &search::SearchResults) {

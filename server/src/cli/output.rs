@@ -2,6 +2,7 @@
 
 use std::io::{self, IsTerminal, Write};
 
+use super::location::{self, Resolved, Scope};
 use crate::search::SearchResults;
 use crate::wire::IndexStatus;
 
@@ -15,8 +16,31 @@ impl Style {
     }
 }
 
-pub fn print_hits(out: &mut impl Write, results: &SearchResults) -> io::Result<()> {
+/// Where the user is when hits are printed: paths are shown from there, and a search started in
+/// a subdirectory of the root says which index answered.
+#[derive(Debug, Default)]
+pub struct Seen {
+    pub root: String,
+    pub subtree: String,
+    pub scope: Scope,
+}
+
+impl Seen {
+    pub fn from(resolved: &Resolved, scope: Scope) -> Seen {
+        Seen { root: resolved.location.root.display().to_string(), subtree: resolved.subtree.clone(), scope }
+    }
+}
+
+pub fn print_hits(out: &mut impl Write, results: &SearchResults, seen: &Seen) -> io::Result<()> {
     let style = Style { on: io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none() };
+    if !seen.subtree.is_empty() {
+        let order = match seen.scope {
+            Scope::SubtreeFirst => format!("hits under {}/ first", seen.subtree),
+            Scope::Here => format!("only hits under {}/", seen.subtree),
+            Scope::Everywhere => "the whole project's ranking".to_string(),
+        };
+        writeln!(out, "{}", style.paint("2", &format!("(index of {}; {order})", seen.root)))?;
+    }
     if results.partial {
         writeln!(out, "{}", style.paint("33", "(index is still being embedded: results are partial)"))?;
     }
@@ -31,7 +55,7 @@ pub fn print_hits(out: &mut impl Write, results: &SearchResults) -> io::Result<(
         writeln!(
             out,
             "{}:{}  {}  {}",
-            style.paint("35", &hit.path),
+            style.paint("35", &location::from_subtree(&hit.path, &seen.subtree)),
             style.paint("32", &format!("{}-{}", hit.start_line, hit.end_line)),
             style.paint("2", &format!("{:.3}", hit.score)),
             style.paint("1", hit.symbol.as_deref().unwrap_or(hit.kind.name())),

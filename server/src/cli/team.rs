@@ -16,9 +16,9 @@ use crate::wire;
 
 #[derive(clap::Args)]
 pub struct PushArgs {
-    /// The workspace to push (indexed first, as `raggrep index` does).
-    #[arg(default_value = ".")]
-    path: PathBuf,
+    /// The workspace to push, indexed first (default: found as every command finds it: the
+    /// nearest .raggrep/ at or above the current directory, else the git work tree's top).
+    path: Option<PathBuf>,
     /// PostgreSQL URL of the team index, e.g. postgres://ci@db.internal/code (default:
     /// $RAGGREP_TEAM_URL, then `[team] url` in .raggrep/config.toml or
     /// ~/.config/raggrep/config.toml). Give the password in PGPASSWORD, not in the URL.
@@ -42,7 +42,7 @@ pub struct PushArgs {
 }
 
 pub fn push(args: PushArgs, model: Option<&str>, ort: Option<&Path>) -> Result<()> {
-    let location = IndexLocation::new(&args.path, args.index_dir.as_deref())?;
+    let location = super::LocationArgs { root: args.path.clone(), index_dir: args.index_dir.clone() }.resolve()?.location;
     let url = resolve_url(args.to.as_deref(), &location, "--to URL")?;
     // Identity and connection first: a wrong URL or name fails before minutes of indexing.
     let identity = push::identify(&location.root, args.remote.as_deref(), args.branch.as_deref())?;

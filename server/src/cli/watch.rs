@@ -18,7 +18,8 @@ use crate::workspace::{Events, MemoryLevel, Settings, Workspace};
 
 #[derive(clap::Args)]
 pub struct WatchArgs {
-    /// Folders to index and watch (default: the current directory).
+    /// Folders to index and watch (default: the root the current directory is in: the
+    /// nearest .raggrep/ at or above it, else the git work tree's top, else itself).
     paths: Vec<PathBuf>,
     /// One JSON object per line on stdout: `watching`, then `updated` / `failed` per update,
     /// `paused` / `resumed`, `stopped` at the end.
@@ -27,7 +28,13 @@ pub struct WatchArgs {
 }
 
 pub fn run(args: WatchArgs, model: Option<&str>, ort: Option<&Path>) -> Result<()> {
-    let roots = if args.paths.is_empty() { vec![PathBuf::from(".")] } else { args.paths };
+    // No folder named: the root the current directory is in (its project's index), as for
+    // every other command.
+    let roots = if args.paths.is_empty() {
+        vec![super::location::resolve_from(std::path::Path::new("."))?.location.root]
+    } else {
+        args.paths
+    };
     if let Some(root) = roots.iter().find(|r| !r.is_dir()) {
         bail!("{}: not a directory", root.display());
     }

@@ -17,6 +17,7 @@
 //! `CURRENT`. A crash at any point leaves the old or the new generation readable.
 
 mod ann;
+mod discover;
 mod fsutil;
 mod lexical;
 mod manifest;
@@ -33,6 +34,7 @@ use crate::embed::{EmbedError, Vector};
 use crate::lang::Language;
 
 pub use ann::{Ann, EF_SEARCH, UnitCosine};
+pub use discover::{CEILING_ENV, Ceilings, Discovery, Found, discover};
 pub use fsutil::{create_private_dir, write_atomic};
 pub use lexical::{LexicalHit, code_tokens, query_terms};
 pub use manifest::FORMAT_VERSION;
