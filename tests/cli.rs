@@ -1662,13 +1662,20 @@ fn a_query_from_a_subdirectory_uses_the_projects_index() {
     // --here: only the subdirectory's.
     let here = hit_paths(&json(ws.ok_in("lib", &["query", question, "--json", "--here"])));
     assert!(!here.is_empty() && here.iter().all(|p| p.starts_with("lib/")), "{here:?}");
-    let both = ws.command(&["query", question, "--here", "--path", "src/**"]).current_dir(ws.root().join("lib")).output().unwrap();
+    let both = ws
+        .command(&["query", question, "--here", "--path", "src/**"])
+        .current_dir(ws.root().join("lib"))
+        .output()
+        .unwrap();
     assert_eq!(both.status.code(), Some(2), "--here with --path must be refused");
 
     // The human output says which index answered and shows paths from where the user is.
     let text = String::from_utf8(ws.ok_in("lib", &["query", question]).stdout).unwrap();
     let first_line = text.lines().next().unwrap();
-    assert!(first_line.contains(&format!("index of {}", root.display())) && first_line.contains("lib/ first"), "{text}");
+    assert!(
+        first_line.contains(&format!("index of {}", root.display())) && first_line.contains("lib/ first"),
+        "{text}"
+    );
     assert!(text.contains("../src/auth.py:"), "paths are not shown from lib/: {text}");
     assert!(!text.contains("lib/Cache.java") && !text.contains("lib/unique.js"), "{text}");
 
@@ -1719,7 +1726,10 @@ fn index_in_a_subdirectory_updates_the_projects_index_unless_new() {
     let ws = Workspace::polyglot();
     ws.index();
     let root = ws.root().canonicalize().unwrap();
-    ws.write("svc/health.go", "package svc\n\n// Healthy reports whether the service answers.\nfunc Healthy() bool { return true }\n");
+    ws.write(
+        "svc/health.go",
+        "package svc\n\n// Healthy reports whether the service answers.\nfunc Healthy() bool { return true }\n",
+    );
     let out = ws.ok_in("svc", &["index", ".", "--json"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains(&format!("inside the index of {}", root.display())), "{stderr}");

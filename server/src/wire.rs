@@ -629,6 +629,7 @@ mod tests {
             reranked_by: None,
             confidence: Some(Confidence { confidence: 0.874, no_confident_match: false }),
             team: None,
+            root: Some("/home/dev/project".into()),
         };
         insta::assert_json_snapshot!(response);
     }
@@ -646,6 +647,7 @@ mod tests {
             reranked_by: Some("all-minilm-l6-v2-rerank-int8".into()),
             confidence: Some(Confidence { confidence: 0.874, no_confident_match: false }),
             team: None,
+            root: None,
         };
         insta::assert_json_snapshot!(response);
     }
@@ -668,6 +670,7 @@ mod tests {
             reranked_by: None,
             confidence: None,
             team: None,
+            root: None,
         };
         insta::assert_json_snapshot!(response);
     }
@@ -688,6 +691,7 @@ mod tests {
             reranked_by: None,
             confidence: Some(Confidence { confidence: 0.213, no_confident_match: true }),
             team: None,
+            root: None,
         };
         insta::assert_json_snapshot!(response);
     }
@@ -718,6 +722,7 @@ mod tests {
                 results: vec![Hit::from_team(&team_hit)],
                 error: None,
             }),
+            root: None,
         };
         insta::assert_json_snapshot!(response);
         let down = TeamSection {
@@ -744,6 +749,7 @@ mod tests {
             reranked_by: None,
             confidence: Some(Confidence { confidence: 0.612, no_confident_match: false }),
             team: None,
+            root: None,
         };
         insta::assert_json_snapshot!(response);
     }

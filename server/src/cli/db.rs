@@ -71,7 +71,8 @@ enum DbAction {
 pub fn run(args: DbArgs, model: Option<&str>, ort: Option<&Path>) -> Result<()> {
     let started = std::time::Instant::now();
     let store_model = vectordb::StoreModel::new(model, ort);
-    let location = super::LocationArgs { root: args.root.clone(), index_dir: args.index_dir.clone() }.resolve()?.location;
+    let location =
+        super::LocationArgs { root: args.root.clone(), index_dir: args.index_dir.clone() }.resolve()?.location;
     let cwd = std::env::current_dir().context("the current directory")?;
     let mut out = io::stdout().lock();
     let json = args.json;

@@ -42,7 +42,8 @@ pub struct PushArgs {
 }
 
 pub fn push(args: PushArgs, model: Option<&str>, ort: Option<&Path>) -> Result<()> {
-    let location = super::LocationArgs { root: args.path.clone(), index_dir: args.index_dir.clone() }.resolve()?.location;
+    let location =
+        super::LocationArgs { root: args.path.clone(), index_dir: args.index_dir.clone() }.resolve()?.location;
     let url = resolve_url(args.to.as_deref(), &location, "--to URL")?;
     // Identity and connection first: a wrong URL or name fails before minutes of indexing.
     let identity = push::identify(&location.root, args.remote.as_deref(), args.branch.as_deref())?;
@@ -140,6 +141,7 @@ fn response(results: &TeamResults) -> wire::SearchResponse {
         reranked_by: None,
         confidence: None,
         team: None,
+        root: None,
     }
 }
 

@@ -75,7 +75,8 @@ pub fn discover(start: &Path, ceilings: &Ceilings) -> std::io::Result<Discovery>
         dirs.push(parent);
         dir = parent;
     }
-    let found = |root: &Path, found: Found| Discovery { root: root.to_path_buf(), found, subtree: subtree(&start, root) };
+    let found =
+        |root: &Path, found: Found| Discovery { root: root.to_path_buf(), found, subtree: subtree(&start, root) };
     if let Some(root) = dirs.iter().find(|d| d.join(INDEX_DIR_NAME).is_dir()) {
         return Ok(found(root, Found::Index));
     }
@@ -128,7 +129,10 @@ mod tests {
         std::fs::create_dir_all(repo.join(".git")).unwrap();
         std::fs::create_dir_all(repo.join("doc/man")).unwrap();
         let found = discover(&repo.join("doc/man"), &fenced(&tmp)).unwrap();
-        assert_eq!((found.root, found.found, found.subtree.as_str()), (repo.canonicalize().unwrap(), Found::GitWorkTree, "doc/man"));
+        assert_eq!(
+            (found.root, found.found, found.subtree.as_str()),
+            (repo.canonicalize().unwrap(), Found::GitWorkTree, "doc/man")
+        );
         // A worktree's `.git` is a file.
         let worktree = tmp.path().join("worktree");
         std::fs::create_dir_all(worktree.join("lib")).unwrap();

@@ -97,6 +97,7 @@ pub(super) async fn execute_command(backend: &Backend, params: ExecuteCommandPar
                 reranked_by: found.reranked_by,
                 confidence: found.confidence.map(wire::Confidence::from),
                 team,
+                root: None,
             })
         }
         "raggrep.findSimilar" => {

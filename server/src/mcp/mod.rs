@@ -635,6 +635,7 @@ impl RaggrepMcp {
                 reranked_by,
                 confidence: confidence.map(wire::Confidence::from),
                 team: None,
+                root: None,
             };
             let overhead = estimate_tokens(&serde_json::to_string(&response).unwrap_or_default());
             let (results, budget) = budgeted_hits(ws, &hits, budget, overhead);
