@@ -1739,6 +1739,13 @@ fn index_in_a_subdirectory_updates_the_projects_index_unless_new() {
     // Without PATH, from the subdirectory: the same index, announced.
     let out = ws.ok_in("svc", &["index"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("updating the index of {}", root.display())));
+    // The vector store and ask find the same root: a key stored from svc/ is in the project's
+    // database, and ask's exact answer cites the project's file from there.
+    let key = String::from_utf8(ws.ok_in("svc", &["db", "store", "retry budget", "three tries"]).stdout).unwrap();
+    let got = ws.ok(&["db", "retrieve", key.trim()]);
+    assert_eq!(String::from_utf8_lossy(&got.stdout), "three tries\n");
+    let answer = String::from_utf8(ws.ok_in("svc", &["ask", "--prompt", "where is validate_token defined?"]).stdout).unwrap();
+    assert!(answer.contains("src/auth.py"), "{answer}");
     // --new: a separate index of the subdirectory.
     let out = ws.ok_in("svc", &["index", "--new", ".", "--json"]);
     let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
