@@ -1744,11 +1744,106 @@ fn index_in_a_subdirectory_updates_the_projects_index_unless_new() {
     let key = String::from_utf8(ws.ok_in("svc", &["db", "store", "retry budget", "three tries"]).stdout).unwrap();
     let got = ws.ok(&["db", "retrieve", key.trim()]);
     assert_eq!(String::from_utf8_lossy(&got.stdout), "three tries\n");
-    let answer = String::from_utf8(ws.ok_in("svc", &["ask", "--prompt", "where is validate_token defined?"]).stdout).unwrap();
+    let answer =
+        String::from_utf8(ws.ok_in("svc", &["ask", "--prompt", "where is validate_token defined?"]).stdout).unwrap();
     assert!(answer.contains("src/auth.py"), "{answer}");
     // --new: a separate index of the subdirectory.
     let out = ws.ok_in("svc", &["index", "--new", ".", "--json"]);
     let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(stats["files"], 2);
     assert!(ws.root().join("svc/.raggrep/CURRENT").is_file());
+}
+
+/// Issue 56: `query`'s output in grep's and ripgrep's terms, through the real binary.
+#[test]
+fn query_prints_as_grep_and_ripgrep_do() {
+    let ws = Workspace::polyglot();
+    ws.index();
+    let q = "check whether an API token is still valid";
+    let stdout = |args: &[&str]| String::from_utf8(ws.ok(args).stdout).unwrap();
+    let json: Value = serde_json::from_str(&stdout(&["query", q, "-k", "6", "--json"])).unwrap();
+    let paths = hit_paths(&json);
+    let mut files: Vec<String> = Vec::new();
+    for p in &paths {
+        if !files.contains(p) {
+            files.push(p.clone());
+        }
+    }
+    // -l: the files, ranked by their best hit; -c: hits per file, in the same order.
+    assert_eq!(stdout(&["query", q, "-k", "6", "-l"]), files.iter().map(|f| format!("{f}\n")).collect::<String>());
+    let counts: String = files.iter().map(|f| format!("{f}:{}\n", paths.iter().filter(|p| *p == f).count())).collect();
+    assert_eq!(stdout(&["query", q, "-k", "6", "-c"]), counts);
+    // --vimgrep: path:line:column:text at the definition line, the column at the name.
+    let vimgrep = stdout(&["query", q, "-k", "3", "--vimgrep"]);
+    assert_eq!(vimgrep.lines().next(), Some("src/auth.py:19:5:def validate_token(store, token):"), "{vimgrep}");
+    assert_eq!(vimgrep.lines().count(), 3);
+    // --no-heading with line numbers and context: grep's `path:N:` in the hit, `path-N-` around it.
+    assert_eq!(
+        stdout(&["query", q, "-k", "1", "--no-heading", "-n", "-C", "1"]),
+        "src/auth.py-18-\nsrc/auth.py:19:def validate_token(store, token):\nsrc/auth.py:20:    \"\"\"Check that an API token exists and has not expired.\"\"\"\n"
+    );
+    // Headings (the default): -A lines after the definition line, -n numbered, -N not.
+    let after = stdout(&["query", q, "-k", "1", "-A", "2", "-n"]);
+    let lines: Vec<&str> = after.lines().collect();
+    assert!(lines[0].starts_with("src/auth.py:19-25  "), "{after}");
+    assert_eq!(
+        &lines[1..4],
+        [
+            "    19:def validate_token(store, token):",
+            "    20:    \"\"\"Check that an API token exists and has not expired.\"\"\"",
+            "    21:    entry = store._tokens.get(token)"
+        ]
+    );
+    let before = stdout(&["query", q, "-k", "1", "-B", "1", "-N"]);
+    assert_eq!(before.lines().nth(2), Some("    def validate_token(store, token):"), "{before}");
+    // Colour only when asked (stdout here is a pipe).
+    assert!(stdout(&["query", q, "-k", "1", "-l", "--color", "always"]).contains("\x1b[35m"));
+    assert!(!stdout(&["query", q, "-k", "1", "--color", "auto"]).contains('\x1b'));
+    // -m: at most N hits per file.
+    let capped: Value = serde_json::from_str(&stdout(&["query", q, "-k", "10", "-m", "1", "--json"])).unwrap();
+    let capped = hit_paths(&capped);
+    assert!(capped.iter().all(|p| capped.iter().filter(|x| *x == p).count() == 1), "{capped:?}");
+    // PATH arguments narrow the search as ripgrep's do: directories, several, a file.
+    assert!(stdout(&["query", "function", "lib", "-l"]).lines().all(|l| l.starts_with("lib/")));
+    let two = stdout(&["query", "function", "lib", "web", "-l", "-k", "20"]);
+    assert!(two.lines().all(|l| l.starts_with("lib/") || l.starts_with("web/")) && two.contains("web/"), "{two}");
+    assert_eq!(stdout(&["query", "function", "src/auth.py", "-l"]), "src/auth.py\n");
+    let outside = ws.raggrep(&["query", "function", "/"]);
+    assert_eq!(outside.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&outside.stderr).contains("outside the index's root"));
+    // Exit status 1 when nothing matches, as grep; --json keeps 0 and its shape.
+    let none = ws.raggrep(&["query", q, "--min-score", "0.9999"]);
+    assert_eq!(
+        (none.status.code(), none.stdout.is_empty()),
+        (Some(1), true),
+        "{}",
+        String::from_utf8_lossy(&none.stdout)
+    );
+    assert!(ws.raggrep(&["query", q, "--min-score", "0.9999", "--json"]).status.success());
+}
+
+/// Issue 56: `raggrep QUESTION…` is `raggrep query` (words up to the first option or existing
+/// path), `--answer` makes it `raggrep ask`, and `--` lets a question be a subcommand's name.
+#[test]
+fn a_bare_question_is_a_query() {
+    let ws = Workspace::polyglot();
+    ws.index();
+    let q = "check whether an API token is still valid";
+    let stdout = |args: &[&str]| String::from_utf8(ws.ok(args).stdout).unwrap();
+    assert_eq!(stdout(&[q, "-k", "3", "-l"]), stdout(&["query", q, "-k", "3", "-l"]));
+    // Unquoted words, then a directory: the words are the question, the directory a PATH.
+    let words: Vec<&str> = q.split(' ').chain(["lib", "-l"]).collect();
+    let listed = stdout(&words);
+    assert!(!listed.is_empty() && listed.lines().all(|l| l.starts_with("lib/")), "{listed}");
+    // Global options before the question stay.
+    assert_eq!(stdout(&["--log", "error", q, "-k", "1", "-l"]), "src/auth.py\n");
+    // `--` before a question that is a subcommand's name.
+    let answer: Value = serde_json::from_str(&stdout(&["--", "index", "-k", "1", "--json"])).unwrap();
+    assert_eq!(answer["query"], "index");
+    // --answer: through `ask` (here its prompt, which needs no LLM).
+    let asked = ws.ok(&[q, "--answer", "--prompt"]);
+    assert!(String::from_utf8_lossy(&asked.stderr).contains("route:"));
+    assert!(String::from_utf8_lossy(&asked.stdout).contains("src/auth.py"));
+    // A subcommand still wins.
+    assert!(stdout(&["status"]).contains("chunks:"));
 }

@@ -94,6 +94,30 @@ pub(super) fn here_glob(subtree: &str, scope: Scope, path_glob: Option<&str>) ->
     Ok(Some(format!("{}/**", globset::escape(subtree))))
 }
 
+/// The glob that PATH arguments (relative to the current directory, as ripgrep takes them)
+/// make, relative to `root`: a directory's files, a file itself; several, any of them. `None`
+/// without PATHs, or when one of them is the root itself.
+pub(super) fn paths_glob(root: &Path, paths: &[PathBuf]) -> Result<Option<String>> {
+    let mut globs = Vec::with_capacity(paths.len());
+    for path in paths {
+        let full = std::fs::canonicalize(path).with_context(|| format!("{}", path.display()))?;
+        let rel = full
+            .strip_prefix(root)
+            .map_err(|_| anyhow::anyhow!("{} is outside the index's root {}", path.display(), root.display()))?;
+        let rel: Vec<String> = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+        if rel.is_empty() {
+            return Ok(None);
+        }
+        let rel = globset::escape(&rel.join("/"));
+        globs.push(if full.is_dir() { format!("{rel}/**") } else { rel });
+    }
+    Ok(match globs.len() {
+        0 => None,
+        1 => globs.pop(),
+        _ => Some(format!("{{{}}}", globs.join(","))),
+    })
+}
+
 /// Puts the subtree's hits first (stable: each part keeps its rank order).
 pub(super) fn subtree_first(results: &mut SearchResults, subtree: &str) {
     if subtree.is_empty() {

@@ -76,8 +76,13 @@ enum Command {
         vectors: Option<index::VectorEncoding>,
     },
     /// Search the index. QUERY `-` reads one query per line from stdin (JSON Lines out).
+    /// `raggrep QUESTION [PATH…] [OPTIONS]` without a subcommand is the same.
     Query {
         query: String,
+        /// Files or directories to search in (from the current directory), as ripgrep takes
+        /// them: hits elsewhere are left out.
+        #[arg(value_name = "PATH")]
+        paths: Vec<PathBuf>,
         #[command(flatten)]
         location: LocationArgs,
         /// Number of results.
@@ -124,7 +129,13 @@ enum Command {
         /// Started in a subdirectory of the root: the whole project's ranking as it is.
         #[arg(long)]
         everywhere: bool,
+        #[command(flatten)]
+        print: PrintArgs,
     },
+    /// `raggrep QUESTION…`: a question where a subcommand would be is `raggrep query`
+    /// (`--answer`: `raggrep ask`).
+    #[command(external_subcommand)]
+    Bare(Vec<String>),
     /// Git hooks that update the index in the background after commits, checkouts and merges.
     Hook {
         #[command(subcommand)]
@@ -216,6 +227,87 @@ enum HookAction {
     },
 }
 
+/// `query`'s output in grep's and ripgrep's terms.
+#[derive(clap::Args, Clone)]
+struct PrintArgs {
+    /// Only the files, ranked by their best hit (as grep -l).
+    #[arg(short = 'l', long = "files-with-matches", conflicts_with_all = ["count", "vimgrep", "json"])]
+    files_with_matches: bool,
+    /// `path:N`: hits per file, files ranked by their best hit (as grep -c).
+    #[arg(short = 'c', long, conflicts_with_all = ["vimgrep", "json"])]
+    count: bool,
+    /// `path:line:column:text`, one line per hit at its definition line (editors' quickfix).
+    #[arg(long, conflicts_with = "json")]
+    vimgrep: bool,
+    /// N lines after each hit's definition line (instead of the hit's first lines).
+    #[arg(short = 'A', long = "after-context", value_name = "N")]
+    after_context: Option<u32>,
+    /// N lines before each hit's definition line.
+    #[arg(short = 'B', long = "before-context", value_name = "N")]
+    before_context: Option<u32>,
+    /// N lines before and after each hit's definition line.
+    #[arg(short = 'C', long = "context", value_name = "N")]
+    context: Option<u32>,
+    /// Line numbers before the lines shown (the default on a terminal).
+    #[arg(short = 'n', long = "line-number", overrides_with = "no_line_number")]
+    line_number: bool,
+    /// No line numbers.
+    #[arg(short = 'N', long = "no-line-number", overrides_with = "line_number")]
+    no_line_number: bool,
+    /// Colour: auto (on a terminal, unless NO_COLOR is set), always or never.
+    #[arg(long, value_name = "WHEN", default_value = "auto", value_parser = ["auto", "always", "never"])]
+    color: String,
+    /// Each hit under its heading line `path:start-end  score  symbol` (the default).
+    #[arg(long, overrides_with = "no_heading")]
+    heading: bool,
+    /// `path:` (and `line:` with -n) before every line shown, as grep prints, no heading lines.
+    #[arg(long = "no-heading", overrides_with = "heading")]
+    no_heading: bool,
+    /// At most N hits per file.
+    #[arg(short = 'm', long = "max-count", value_name = "N")]
+    max_count: Option<usize>,
+}
+
+impl PrintArgs {
+    fn format(&self) -> output::HitFormat {
+        use std::io::IsTerminal;
+        let terminal = io::stdout().is_terminal();
+        let mode = if self.files_with_matches {
+            output::HitMode::Files
+        } else if self.count {
+            output::HitMode::Count
+        } else if self.vimgrep {
+            output::HitMode::Vimgrep
+        } else {
+            output::HitMode::Hits
+        };
+        output::HitFormat {
+            mode,
+            heading: !self.no_heading,
+            line_numbers: if self.line_number || self.no_line_number { self.line_number } else { terminal },
+            before: self.before_context.or(self.context).unwrap_or(0),
+            after: self.after_context.or(self.context).unwrap_or(0),
+            color: match self.color.as_str() {
+                "always" => true,
+                "never" => false,
+                _ => terminal && std::env::var_os("NO_COLOR").is_none(),
+            },
+        }
+    }
+}
+
+/// Nothing matched: exit status 1 with nothing on stderr, as grep does.
+#[derive(Debug)]
+struct NoMatch;
+
+impl std::fmt::Display for NoMatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("no match")
+    }
+}
+
+impl std::error::Error for NoMatch {}
+
 #[derive(clap::Args, Clone)]
 struct WalkArgs {
     /// Skip files larger than this many bytes.
@@ -239,7 +331,7 @@ pub enum Entry {
 
 /// Parses the command line and runs CLI commands; hands the servers back to the binary.
 pub fn run() -> Entry {
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse().and_then(bare_question) {
         Ok(cli) => cli,
         Err(err) if err.use_stderr() => {
             // One line, like every other error (clap adds a usage hint below it).
@@ -266,6 +358,7 @@ pub fn run() -> Entry {
     init_logging(&cli.log);
     Entry::Done(match dispatch(cli) {
         Ok(()) => 0,
+        Err(err) if err.downcast_ref::<NoMatch>().is_some() => 1,
         // The reader went away (`raggrep query … | head`): nothing left to say, as ripgrep does.
         Err(err) if is_broken_pipe(&err) => 0,
         Err(err) => {
@@ -273,6 +366,35 @@ pub fn run() -> Entry {
             2
         }
     })
+}
+
+/// `raggrep QUESTION…` read again as `raggrep query QUESTION…` (or `ask` with `--answer`): the
+/// words up to the first option or existing path are the question (`raggrep where is retry
+/// configured src/`), the rest is what `query` takes. Global options before the question stay.
+fn bare_question(cli: Cli) -> Result<Cli, clap::Error> {
+    let Command::Bare(words) = &cli.command else { return Ok(cli) };
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let prefix = &args[..args.len().saturating_sub(words.len())];
+    let split = words
+        .iter()
+        .position(|w| w.starts_with('-') || (!w.contains(' ') && Path::new(w).exists()))
+        .unwrap_or(words.len())
+        .max(1);
+    let question = words[..split].join(" ");
+    let mut rest: Vec<&str> = words[split..].iter().map(String::as_str).collect();
+    let answer = rest.contains(&"--answer");
+    rest.retain(|w| *w != "--answer");
+    // `raggrep -- index`: the `--` only kept "index" from being the subcommand.
+    let mut argv: Vec<std::ffi::OsString> = prefix.iter().filter(|a| a.as_os_str() != "--").cloned().collect();
+    argv.push(if answer { "ask" } else { "query" }.into());
+    argv.push(question.into());
+    argv.extend(rest.into_iter().map(Into::into));
+    let again = Cli::try_parse_from(argv)?;
+    if matches!(again.command, Command::Bare(_)) {
+        // Cannot happen with the `--` gone; never dispatch a question that is still bare.
+        return Err(clap::Error::raw(clap::error::ErrorKind::InvalidSubcommand, "cannot read the question\n"));
+    }
+    Ok(again)
 }
 
 /// `--log`: a level, or tracing directives (`raggrep=debug,warn`). A bare word that is no level
@@ -387,6 +509,8 @@ fn dispatch(cli: Cli) -> Result<()> {
             repo,
             here,
             everywhere,
+            paths,
+            print,
         } => {
             let mode =
                 Mode::parse(&mode).with_context(|| format!("unknown --mode {mode:?}: use hybrid, dense or lexical"))?;
@@ -423,12 +547,18 @@ fn dispatch(cli: Cli) -> Result<()> {
             } else {
                 Scope::SubtreeFirst
             };
-            let path_glob = location::here_glob(&resolved.subtree, scope, path_glob.as_deref())?;
+            let path_glob = match location::paths_glob(&resolved.location.root, &paths)? {
+                Some(glob) if path_glob.is_some() || here => {
+                    anyhow::bail!("PATH arguments narrow the search as --path and --here do: give one of them ({glob})")
+                }
+                Some(glob) => Some(glob),
+                None => location::here_glob(&resolved.subtree, scope, path_glob.as_deref())?,
+            };
             let template = Query { k, mode, language, path_glob, min_score, exact, rerank, ..Query::new("") };
             if rerank {
                 search::rerank_applies(&template)?;
             }
-            cmd_query(&resolved, scope, model, ort, &query, &template, json)
+            cmd_query(&resolved, model, ort, QueryCommand { text: &query, template, json, scope, print: &print })
         }
         Command::Status { location, json } => {
             let location = location.resolve()?.location;
@@ -439,6 +569,7 @@ fn dispatch(cli: Cli) -> Result<()> {
             cmd_inspect(&location, chunks, skipped, json)
         }
         Command::Lsp | Command::Mcp { .. } => unreachable!("handled in run()"),
+        Command::Bare(words) => anyhow::bail!("cannot read {:?} as a question", words.join(" ")),
         Command::Chunk { file, json } => cmd_chunk(&file, json),
         Command::Embed { text, document } => {
             let embedder = load_embedder(model, ort)?;
@@ -508,15 +639,18 @@ fn run_update(location: &IndexLocation, embedder: &OnnxEmbedder, options: &Index
     Ok(stats)
 }
 
-fn cmd_query(
-    resolved: &Resolved,
-    scope: Scope,
-    model: Option<&str>,
-    ort: Option<&Path>,
-    query: &str,
-    template: &Query,
+/// What `raggrep query` was asked: the text, the search, and how to show its answer.
+struct QueryCommand<'a> {
+    text: &'a str,
+    template: Query,
     json: bool,
-) -> Result<()> {
+    scope: Scope,
+    print: &'a PrintArgs,
+}
+
+fn cmd_query(resolved: &Resolved, model: Option<&str>, ort: Option<&Path>, command: QueryCommand<'_>) -> Result<()> {
+    let QueryCommand { text: query, template, json, scope, print } = command;
+    let template = &template;
     let location = &resolved.location;
     let mut embedder = if template.mode != Mode::Lexical { Some(load_embedder(model, ort)?) } else { None };
     let snapshot = open_index(location, &mut embedder, model, ort)?;
@@ -530,12 +664,26 @@ fn cmd_query(
     let request = Query { text: query.to_string(), ..template.clone() };
     let mut results = search::search(&snapshot, embedder_ref, &request)?;
     location::subtree_first(&mut results, first);
+    if let Some(max) = print.max_count {
+        let mut per_file: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        results.results.retain(|hit| {
+            let seen = per_file.entry(hit.path.clone()).or_default();
+            *seen += 1;
+            *seen <= max
+        });
+    }
     audit_search(&snapshot, &request, &results);
     warn_degraded(results.degraded.as_deref());
     if json {
         writeln!(out, "{}", serde_json::to_string(&cli_response(&results, location))?)?;
-    } else {
-        output::print_hits(&mut out, &results, &output::Seen::from(resolved, scope))?;
+        return Ok(());
+    }
+    let seen = output::Seen::from(resolved, scope);
+    output::print_hits(&mut out, &results, &seen, &print.format(), &location.root)?;
+    if results.results.is_empty() {
+        // grep's convention, for scripts: 1 when nothing matched (2 is an error).
+        out.flush()?;
+        return Err(NoMatch.into());
     }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! Human-readable output: ripgrep-like hits, colour only on a terminal.
 
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, Write};
+use std::path::Path;
 
 use super::location::{self, Resolved, Scope};
 use crate::search::SearchResults;
@@ -31,41 +32,214 @@ impl Seen {
     }
 }
 
-pub fn print_hits(out: &mut impl Write, results: &SearchResults, seen: &Seen) -> io::Result<()> {
-    let style = Style { on: io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none() };
+/// How `query` prints its hits, in grep's and ripgrep's terms.
+#[derive(Debug, Clone)]
+pub struct HitFormat {
+    pub mode: HitMode,
+    /// Each hit under a heading line (`path:start-end  score  symbol`); off: `path:` before
+    /// every line, as grep prints.
+    pub heading: bool,
+    /// Line numbers before the lines shown (`12:` in the hit, `14-` around it).
+    pub line_numbers: bool,
+    /// Context: lines before and after each hit's definition line (`-B`, `-A`, `-C`); none: the
+    /// hit's first lines.
+    pub before: u32,
+    pub after: u32,
+    pub color: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HitMode {
+    /// The hits with their lines.
+    Hits,
+    /// `-l`: the files, ranked by their best hit.
+    Files,
+    /// `-c`: `path:hits` per file, ranked by its best hit.
+    Count,
+    /// `--vimgrep`: `path:line:column:text`, one line per hit (an editor's quickfix list).
+    Vimgrep,
+}
+
+/// Lines of a hit shown without context.
+const FIRST_LINES: u32 = 4;
+
+pub fn print_hits(
+    out: &mut impl Write,
+    results: &SearchResults,
+    seen: &Seen,
+    format: &HitFormat,
+    root: &Path,
+) -> io::Result<()> {
+    let style = Style { on: format.color };
+    let shown = |path: &str| location::from_subtree(path, &seen.subtree);
+    // Notes about the answer: above the hits for a reader, on stderr when the output is a list
+    // another program reads.
+    let mut notes: Vec<String> = Vec::new();
     if !seen.subtree.is_empty() {
         let order = match seen.scope {
             Scope::SubtreeFirst => format!("hits under {}/ first", seen.subtree),
             Scope::Here => format!("only hits under {}/", seen.subtree),
             Scope::Everywhere => "the whole project's ranking".to_string(),
         };
-        writeln!(out, "{}", style.paint("2", &format!("(index of {}; {order})", seen.root)))?;
+        notes.push(format!("(index of {}; {order})", seen.root));
     }
     if results.partial {
-        writeln!(out, "{}", style.paint("33", "(index is still being embedded: results are partial)"))?;
+        notes.push("(index is still being embedded: results are partial)".to_string());
     }
     if let Some(confidence) = results.confidence.filter(|c| !c.confident && !results.results.is_empty()) {
-        let line = format!(
+        notes.push(format!(
             "(no confident match: {:.0} % likely that the first results hold what you asked about; the closest code follows)",
             confidence.value * 100.0
-        );
-        writeln!(out, "{}", style.paint("33", &line))?;
+        ));
     }
-    for hit in &results.results {
-        writeln!(
-            out,
-            "{}:{}  {}  {}",
-            style.paint("35", &location::from_subtree(&hit.path, &seen.subtree)),
-            style.paint("32", &format!("{}-{}", hit.start_line, hit.end_line)),
-            style.paint("2", &format!("{:.3}", hit.score)),
-            style.paint("1", hit.symbol.as_deref().unwrap_or(hit.kind.name())),
-        )?;
-        for line in hit.snippet.lines().take(4) {
-            writeln!(out, "    {line}")?;
+    for note in &notes {
+        if format.mode == HitMode::Hits {
+            writeln!(out, "{}", style.paint("2", note))?;
+        } else {
+            let _ = writeln!(io::stderr(), "raggrep: {}", note.trim_start_matches('(').trim_end_matches(')'));
         }
-        writeln!(out)?;
+    }
+    match format.mode {
+        HitMode::Files | HitMode::Count => {
+            let mut files: Vec<(&str, usize)> = Vec::new();
+            for hit in &results.results {
+                match files.iter_mut().find(|(p, _)| *p == hit.path) {
+                    Some(entry) => entry.1 += 1,
+                    None => files.push((&hit.path, 1)),
+                }
+            }
+            for (path, count) in files {
+                if format.mode == HitMode::Files {
+                    writeln!(out, "{}", style.paint("35", &shown(path)))?;
+                } else {
+                    writeln!(out, "{}:{count}", style.paint("35", &shown(path)))?;
+                }
+            }
+        }
+        HitMode::Vimgrep => {
+            let mut files = Files::new(root);
+            for hit in &results.results {
+                let lines = files.lines(&hit.path);
+                let line = definition_line(lines, hit);
+                let text = lines.get(line as usize - 1).map_or("", |l| l.as_str());
+                let column = column_of(text, hit.symbol.as_deref());
+                writeln!(out, "{}:{line}:{column}:{text}", shown(&hit.path))?;
+            }
+        }
+        HitMode::Hits => {
+            let mut files = Files::new(root);
+            let context = format.before > 0 || format.after > 0;
+            for (i, hit) in results.results.iter().enumerate() {
+                let path = shown(&hit.path);
+                let lines = files.lines(&hit.path);
+                let (from, to) = if context {
+                    let line = definition_line(lines, hit);
+                    (line.saturating_sub(format.before).max(1), line + format.after)
+                } else {
+                    (hit.start_line, hit.end_line.min(hit.start_line + FIRST_LINES - 1))
+                };
+                let body: Vec<(u32, &str)> = if lines.is_empty() {
+                    // The file is gone or unreadable: the snippet the search read.
+                    hit.snippet.lines().take(FIRST_LINES as usize).zip(hit.start_line..).map(|(t, n)| (n, t)).collect()
+                } else {
+                    (from..=to.min(lines.len() as u32)).map(|n| (n, lines[n as usize - 1].as_str())).collect()
+                };
+                if format.heading {
+                    writeln!(
+                        out,
+                        "{}:{}  {}  {}",
+                        style.paint("35", &path),
+                        style.paint("32", &format!("{}-{}", hit.start_line, hit.end_line)),
+                        style.paint("2", &format!("{:.3}", hit.score)),
+                        style.paint("1", hit.symbol.as_deref().unwrap_or(hit.kind.name())),
+                    )?;
+                } else if context && i > 0 {
+                    writeln!(out, "--")?;
+                }
+                for (number, text) in body {
+                    // ':' for a line of the hit, '-' for context around it, as grep marks them.
+                    let mark = if (hit.start_line..=hit.end_line).contains(&number) { ':' } else { '-' };
+                    let number = if format.line_numbers {
+                        format!("{}{mark}", style.paint("32", &number.to_string()))
+                    } else {
+                        String::new()
+                    };
+                    if format.heading {
+                        writeln!(out, "    {number}{text}")?;
+                    } else {
+                        writeln!(out, "{}{mark}{number}{text}", style.paint("35", &path))?;
+                    }
+                }
+                if format.heading {
+                    writeln!(out)?;
+                }
+            }
+        }
     }
     Ok(())
+}
+
+/// Files read once per listing (several hits often share one).
+struct Files<'a> {
+    root: &'a Path,
+    read: std::collections::HashMap<String, Vec<String>>,
+}
+
+impl<'a> Files<'a> {
+    fn new(root: &'a Path) -> Files<'a> {
+        Files { root, read: std::collections::HashMap::new() }
+    }
+
+    /// The file's lines; none when it cannot be read (gone since the search, not text).
+    fn lines(&mut self, path: &str) -> &[String] {
+        let root = self.root;
+        self.read.entry(path.to_string()).or_insert_with(|| {
+            std::fs::read_to_string(crate::walk::resolve(root, path))
+                .map(|text| text.lines().map(str::to_string).collect())
+                .unwrap_or_default()
+        })
+    }
+}
+
+/// The line a hit points at: where its symbol is defined (a chunk may start with imports, a
+/// doc comment or attributes), else its first non-blank line.
+pub fn definition_line(lines: &[String], hit: &crate::search::Hit) -> u32 {
+    let last = hit.end_line.min(lines.len() as u32);
+    let text = |n: u32| lines.get(n as usize - 1).map_or("", |l| l.as_str());
+    let comment = |t: &str| {
+        let t = t.trim_start();
+        ["//", "#", "/*", "*", "--", "\"\"\"", "'''", ";"].iter().any(|m| t.starts_with(m))
+    };
+    if let Some(name) = hit.symbol.as_deref().map(last_segment).filter(|n| !n.is_empty())
+        && let Some(n) = (hit.start_line..=last).find(|&n| !comment(text(n)) && word_at(text(n), name).is_some())
+    {
+        return n;
+    }
+    (hit.start_line..=last).find(|&n| !text(n).trim().is_empty()).unwrap_or(hit.start_line)
+}
+
+/// 1-based column of the symbol's name in the line, else of its first non-blank character.
+fn column_of(text: &str, symbol: Option<&str>) -> usize {
+    let at = symbol
+        .map(last_segment)
+        .filter(|n| !n.is_empty())
+        .and_then(|name| word_at(text, name))
+        .unwrap_or_else(|| text.len() - text.trim_start().len());
+    text[..at].chars().count() + 1
+}
+
+fn last_segment(symbol: &str) -> &str {
+    symbol.rsplit(['.', ':', '#', '\\', '/']).next().unwrap_or(symbol)
+}
+
+/// Byte offset of `word` in `text` where it is a whole identifier.
+fn word_at(text: &str, word: &str) -> Option<usize> {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    text.match_indices(word).map(|(at, _)| at).find(|&at| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + word.len()..].chars().next();
+        !before.is_some_and(ident) && !after.is_some_and(ident)
+    })
 }
 
 pub fn print_status(out: &mut impl Write, status: &IndexStatus) -> io::Result<()> {
