@@ -123,7 +123,7 @@ fn embedded_first_values(model: Option<&str>, text: &str) -> Vec<f32> {
 /// The first 8 values of the first stored row's embedding (`db list --json`).
 fn first_stored_values(ws: &Workspace) -> Vec<f32> {
     let rows = ws.json(&["list"]);
-    rows["rows"][0]["embedding"].as_array().unwrap()[..8].iter().map(|v| v.as_f64().unwrap() as f32).collect()
+    rows[0]["embedding"].as_array().unwrap()[..8].iter().map(|v| v.as_f64().unwrap() as f32).collect()
 }
 
 #[test]
@@ -187,9 +187,12 @@ fn every_action_in_human_and_json_output() {
     assert_eq!(lines.len(), 3, "{lines:?}");
     assert!(lines[0].starts_with(&apple) && lines[0].contains("apple computer") && lines[0].contains("[384-d]"));
     let all = ws.json(&["list"]);
-    assert_eq!(all["total"], 3);
-    assert_eq!(all["limit"], 50, "the seed's default limit");
-    let rows = all["rows"].as_array().unwrap();
+    assert_eq!(all.as_array().unwrap().len(), 3, "seed 002: list answers with the array of rows");
+    let rows = all.as_array().unwrap();
+    let fields = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(fields(&rows[0]), ["embedding", "embedding_text", "key", "value"], "exactly the seed's fields");
+    // What the seed's answer has no room for goes to stderr.
+    assert!(stderr(&ws.ok(&["list", "--json"])).contains("3 of 3 rows (offset 0)"));
     let keys: Vec<&str> = rows.iter().map(|r| r["key"].as_str().unwrap()).collect();
     assert_eq!(keys, [apple.as_str(), banana.as_str(), rust.as_str()]);
     for row in rows {
@@ -199,23 +202,24 @@ fn every_action_in_human_and_json_output() {
         assert!((norm - 1.0).abs() < 1e-3, "unit length: {norm}");
     }
     let page = ws.json(&["list", "--limit", "1", "--offset", "1"]);
-    assert_eq!(page["rows"].as_array().unwrap().len(), 1);
-    assert_eq!(page["rows"][0]["key"], banana.as_str());
+    assert_eq!(page.as_array().unwrap().len(), 1);
+    assert_eq!(page[0]["key"], banana.as_str());
 
     // search: closest first by cosine distance, ascending; default topK 5 (all 3 here).
     let found = ws.json(&["search", "a company that sells laptops"]);
-    let results = found["results"].as_array().unwrap();
+    let results = found.as_array().unwrap();
     assert_eq!(results.len(), 3);
     assert_eq!(results[0]["key"], apple.as_str(), "{found}");
     let scores: Vec<f64> = results.iter().map(|r| r["score"].as_f64().unwrap()).collect();
     assert!(scores.windows(2).all(|w| w[0] <= w[1]), "ascending: {scores:?}");
     assert!(scores.iter().all(|s| (0.0..=2.0).contains(s)), "cosine distances: {scores:?}");
+    assert_eq!(fields(&results[0]), ["embedding_text", "key", "score", "value"], "exactly the seed's fields");
     assert_eq!(results[0]["embedding_text"], "apple computer");
     assert_eq!(results[0]["value"], "laptop and phone maker");
     for flag in ["-k", "--top-k", "--topK"] {
         let top = ws.json(&["search", "how do I bake bread", flag, "1"]);
-        assert_eq!(top["results"].as_array().unwrap().len(), 1, "{flag}");
-        assert_eq!(top["results"][0]["key"], banana.as_str(), "{flag}");
+        assert_eq!(top.as_array().unwrap().len(), 1, "{flag}");
+        assert_eq!(top[0]["key"], banana.as_str(), "{flag}");
     }
     let human = stdout(&ws.ok(&["search", "memory safety in a systems language", "-k", "2"]));
     let first = human.lines().next().unwrap();
@@ -232,7 +236,7 @@ fn every_action_in_human_and_json_output() {
     let missing = ws.ok(&["retrieve", &banana]);
     assert!(stdout(&missing).is_empty() && stderr(&missing).contains("no row with key"), "{}", stderr(&missing));
     assert_eq!(ws.json(&["retrieve", &banana])["found"], false);
-    assert_eq!(ws.json(&["list"])["total"], 2);
+    assert_eq!(ws.json(&["list"]).as_array().unwrap().len(), 2);
 
     // The audit log counts the actions, never their texts or values.
     let audit = fs::read_to_string(ws.root().join(".raggrep/audit.jsonl")).unwrap();
@@ -265,7 +269,7 @@ fn import_file_stores_text_with_its_path() {
     assert_eq!(row["value"], notes.display().to_string(), "the path is the value");
     assert!(row["embedding_text"].as_str().unwrap().starts_with("# Releasing"), "the contents are the text");
     let hit = ws.json(&["search", "how to publish a new version", "-k", "1"]);
-    assert_eq!(hit["results"][0]["key"], key.as_str());
+    assert_eq!(hit[0]["key"], key.as_str());
 }
 
 /// Every failure of the seed's list: exit 2, one clear line, and the database file unchanged.
@@ -390,7 +394,7 @@ fn key_less_rows_get_a_uuid_on_open() {
     assert!(stderr(&out).contains("gave 2 key-less rows a UUID key"), "{}", stderr(&out));
     let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
     let keys: Vec<String> =
-        listed["rows"].as_array().unwrap().iter().map(|r| r["key"].as_str().unwrap().into()).collect();
+        listed.as_array().unwrap().iter().map(|r| r["key"].as_str().unwrap().into()).collect();
     assert_eq!(keys.len(), 3);
     assert!(keys.iter().all(|k| is_uuid(k)), "{keys:?}");
     assert_eq!(keys[2], "6f1c0c1e-8a53-4f4e-9d5a-1c2b3d4e5f60", "existing keys are kept");
@@ -398,7 +402,7 @@ fn key_less_rows_get_a_uuid_on_open() {
     let again = ws.ok(&["list", "--db", "legacy.sqlite", "--json"]);
     assert!(!stderr(&again).contains("key-less"), "the migration is written once");
     let again: Value = serde_json::from_slice(&again.stdout).unwrap();
-    assert_eq!(again["rows"][0]["key"], keys[0].as_str(), "keys persist");
+    assert_eq!(again[0]["key"], keys[0].as_str(), "keys persist");
     assert_eq!(ws.json(&["retrieve", &keys[0], "--db", "legacy.sqlite"])["embedding_text"], "first");
 
     let older = ws.root().join("older.sqlite");
@@ -410,11 +414,11 @@ fn key_less_rows_get_a_uuid_on_open() {
     }
     let migrated = ws.json(&["set-database", "older.sqlite"]);
     assert_eq!(migrated["migrated"], 1, "{migrated}");
-    let row = &ws.json(&["list"])["rows"][0];
+    let row = &ws.json(&["list"])[0];
     assert!(is_uuid(row["key"].as_str().unwrap()), "{row}");
     // A store into the migrated table is searchable next to the old row.
     ws.ok(&["store", "a brand new row", "new"]);
-    assert_eq!(ws.json(&["list"])["total"], 2);
+    assert_eq!(ws.json(&["list"]).as_array().unwrap().len(), 2);
 }
 
 #[test]
@@ -439,17 +443,17 @@ fn set_database_is_remembered_per_workspace() {
     // Later commands use it; the default database is untouched.
     let chosen_key =
         ws.json(&["store", "stored in the chosen database", "chosen"])["key"].as_str().unwrap().to_string();
-    assert_eq!(ws.json(&["list"])["rows"][0]["key"], chosen_key.as_str());
+    assert_eq!(ws.json(&["list"])[0]["key"], chosen_key.as_str());
     assert_eq!(ws.json(&["retrieve", &default_key])["found"], false);
 
     // --db is for one command only.
     let default_db = ws.default_db().display().to_string();
     assert_eq!(ws.json(&["retrieve", &default_key, "--db", &default_db])["value"], "default");
-    assert_eq!(ws.json(&["list"])["rows"][0]["key"], chosen_key.as_str(), "--db did not change the choice");
+    assert_eq!(ws.json(&["list"])[0]["key"], chosen_key.as_str(), "--db did not change the choice");
 
     // A failed switch keeps the choice.
     ws.fails(&["set-database", "missing-dir/x.sqlite"], "does not exist");
-    assert_eq!(ws.json(&["list"])["rows"][0]["key"], chosen_key.as_str());
+    assert_eq!(ws.json(&["list"])[0]["key"], chosen_key.as_str());
 
     // --root from another directory finds the same workspace and choice.
     let elsewhere = tempfile::tempdir().unwrap();

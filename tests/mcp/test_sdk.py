@@ -458,11 +458,18 @@ async def vector_db_checks(client, root, transport):
                                  for r in rows), text_of(listed)[:300])
     page = await vdb({"action": "list", "limit": 1, "offset": 1})
     check("vector_db: list limit/offset", [r["value"] for r in sc(page).get("rows", [])] == ["recipe"], text_of(page)[:300])
+    check("vector_db: list's text is the seed's array (what the model reads)",
+          json.loads(text_of(listed)) == rows, text_of(listed)[:300])
     found = await vdb({"action": "search", "query": "a company that sells laptops", "topK": 2})
     results = sc(found).get("results", [])
     check("vector_db: search finds the closest first, scores ascending",
           [r["key"] for r in results][:1] == [key] and len(results) == 2 and results[0]["score"] <= results[1]["score"],
           text_of(found)[:300])
+    check("vector_db: search's text is the seed's array of {key, embedding_text, value, score}",
+          json.loads(text_of(found)) == results
+          and all(set(r) == {"key", "embedding_text", "value", "score"} for r in results), text_of(found)[:300])
+    default = await vdb({"action": "search", "query": "anything at all"})
+    check("vector_db: topK defaults to 5 (all 2 rows here)", len(json.loads(text_of(default))) == 2, text_of(default)[:300])
     with open(os.path.join(root, "notes.txt"), "w") as f:
         f.write("Deployment checklist: bump the version, tag the release, publish the wheel.\n")
     imported = await vdb({"action": "import_file", "filepath": "notes.txt"})

@@ -152,7 +152,7 @@ def run(binary, venv_python, work):
     db.close()
     for query, expected in QUERIES:
         answer = raggrep(binary, work, "search", query, "--db", seed_db, "-k", "3")
-        top = [r["embedding_text"] for r in answer["results"]]
+        top = [r["embedding_text"] for r in answer]
         check(f"(a) raggrep search on the Python database: {query!r} -> {expected!r}",
               top[:1] == [expected], repr(top))
         db = connect(seed_db)
@@ -160,17 +160,24 @@ def run(binary, venv_python, work):
         db.close()
         check(f"(a) same order and scores as the seed's SQL: {query!r}",
               [r[1] for r in python] == top
-              and all(abs(r[3] - h["score"]) < 0.01 for r, h in zip(python, answer["results"])),
-              f"python {[(r[1][:20], round(r[3], 4)) for r in python]} raggrep {[(h['embedding_text'][:20], h['score']) for h in answer['results']]}")
+              and all(abs(r[3] - h["score"]) < 0.01 for r, h in zip(python, answer)),
+              f"python {[(r[1][:20], round(r[3], 4)) for r in python]} raggrep {[(h['embedding_text'][:20], h['score']) for h in answer]}")
     db = connect(seed_db)
     keys = [r[0] for r in db.execute("SELECT key FROM vector_store ORDER BY rowid")]
     db.close()
     check("(a) raggrep gave the key-less rows UUID keys, visible to Python",
           len(keys) == len(TEXTS) and all(k and len(k) == 36 for k in keys), repr(keys[:3]))
+    answer = raggrep(binary, work, "search", QUERIES[0][0], "--db", seed_db)
+    check("(a) search answers as the seed says: an array of {key, embedding_text, value, score}, 5 by default",
+          isinstance(answer, list) and len(answer) == min(5, len(TEXTS))
+          and all(set(h) == {"key", "embedding_text", "value", "score"} for h in answer), repr(answer)[:300])
     listed = raggrep(binary, work, "list", "--db", seed_db)
+    check("(a) list answers as the seed says: an array of {key, embedding_text, value, embedding}",
+          isinstance(listed, list) and all(set(r) == {"key", "embedding_text", "value", "embedding"} for r in listed),
+          repr(listed)[:300])
     check("(a) raggrep lists the Python rows with their vectors",
-          [r["key"] for r in listed["rows"]] == keys
-          and all(cosine(r["embedding"], vectors[r["embedding_text"]]) > 0.99999 for r in listed["rows"]))
+          isinstance(listed, list) and [r["key"] for r in listed] == keys
+          and all(cosine(r["embedding"], vectors[r["embedding_text"]]) > 0.99999 for r in listed))
 
     # (b) raggrep writes, Python reads.
     ours = os.path.join(work, "raggrep.sqlite")
@@ -191,8 +198,8 @@ def run(binary, venv_python, work):
         python = seed_search(db, vectors[query], 3)
         answer = raggrep(binary, work, "search", query, "--db", ours, "-k", "3")
         check(f"(b) the seed's search SQL in Python returns raggrep's top keys in order: {query!r}",
-              [r[0] for r in python] == [h["key"] for h in answer["results"]] and python[0][1] == expected,
-              f"python {[r[1][:20] for r in python]} raggrep {[h['embedding_text'][:20] for h in answer['results']]}")
+              [r[0] for r in python] == [h["key"] for h in answer] and python[0][1] == expected,
+              f"python {[r[1][:20] for r in python]} raggrep {[h['embedding_text'][:20] for h in answer]}")
     db.close()
 
 

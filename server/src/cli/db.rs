@@ -158,12 +158,12 @@ pub fn run(args: DbArgs, model: Option<&str>, ort: Option<&Path>) -> Result<()> 
                     row.embedding.len()
                 ));
             }
-            if !json {
-                let _ = writeln!(io::stderr(), "{} of {} rows (offset {offset})", rows.len(), total);
-            }
+            // The count is no part of the seed's answer: stderr, in both forms.
+            let _ = writeln!(io::stderr(), "{} of {} rows (offset {offset})", rows.len(), total);
             let count = rows.len();
-            let answer = wire::DbRows { rows: rows.into_iter().map(wire::DbRow::from).collect(), total, limit, offset };
-            emit(&mut out, &answer, human.trim_end())?;
+            // Seed 002: `list` answers with the array of rows itself.
+            let rows: Vec<wire::DbRow> = rows.into_iter().map(wire::DbRow::from).collect();
+            emit(&mut out, &rows, human.trim_end())?;
             record(&location, "list", started, count);
         }
         DbAction::Search { query, top_k } => {
@@ -188,9 +188,11 @@ pub fn run(args: DbArgs, model: Option<&str>, ort: Option<&Path>) -> Result<()> 
                 ));
             }
             let count = hits.len();
-            let answer =
-                wire::DbSearchResponse { query, results: hits.into_iter().map(wire::DbHit::from).collect(), took_ms };
-            emit(&mut out, &answer, human.trim_end())?;
+            // Seed 002: `search` answers with the array of hits, closest (lowest score) first; the
+            // time is no part of it.
+            let _ = writeln!(io::stderr(), "{count} results for {query:?} in {took_ms} ms");
+            let hits: Vec<wire::DbHit> = hits.into_iter().map(wire::DbHit::from).collect();
+            emit(&mut out, &hits, human.trim_end())?;
             record(&location, "search", started, count);
         }
         DbAction::ImportFile { filepath } => {

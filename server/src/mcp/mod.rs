@@ -369,6 +369,34 @@ fn vector_db_failure(message: String) -> CallToolResult {
     }
 }
 
+/// `list` and `search` as seed 002 answers them: the text (what a model reads) is the JSON array
+/// itself; the structured content, which must be an object, holds it with the rest (total,
+/// paging, query, time).
+fn seed_array(
+    dir: &Path,
+    action: &str,
+    started: std::time::Instant,
+    array: serde_json::Result<String>,
+    structured: serde_json::Result<serde_json::Value>,
+) -> Result<CallToolResult, String> {
+    let encode = |e: serde_json::Error| format!("cannot encode the answer: {e}");
+    let (array, structured) = (array.map_err(encode)?, structured.map_err(encode)?);
+    record_vector_db(dir, action, started);
+    let mut result = CallToolResult::structured(structured);
+    result.content = vec![ContentBlock::text(array)];
+    Ok(result)
+}
+
+fn record_vector_db(dir: &Path, action: &str, started: std::time::Instant) {
+    crate::audit::record(
+        dir,
+        crate::audit::Door::Mcp,
+        "vector_db",
+        started.elapsed().as_secs_f64() * 1000.0,
+        serde_json::json!({ "action": action }),
+    );
+}
+
 /// The `vector_db` tool's work, on the engine (`crate::vectordb`); the index directory of the
 /// first root holds the workspace's database choice.
 fn vector_db(
@@ -428,23 +456,27 @@ fn vector_db(
             let (limit, offset) = (args.limit.unwrap_or(vectordb::DEFAULT_LIMIT), args.offset.unwrap_or(0));
             let db = vectordb::open_for_workspace(&dir).map_err(text)?;
             let rows = db.list(limit, offset).map_err(text)?;
-            serde_json::to_value(wire::DbRows {
+            let answer = wire::DbRows {
                 rows: rows.into_iter().map(wire::DbRow::from).collect(),
                 total: db.count().map_err(text)?,
                 limit,
                 offset,
-            })
+            };
+            let array = serde_json::to_string(&answer.rows);
+            return seed_array(&dir, &action, started, array, serde_json::to_value(answer));
         }
         "search" => {
             let query = required(args.query, "query", &action)?;
             let top_k = args.top_k.unwrap_or(vectordb::DEFAULT_TOP_K);
             let db = vectordb::open_for_workspace(&dir).map_err(text)?;
             let hits = db.search(store_model.embedder().map_err(text)?.as_ref(), &query, top_k).map_err(text)?;
-            serde_json::to_value(wire::DbSearchResponse {
+            let answer = wire::DbSearchResponse {
                 query,
                 results: hits.into_iter().map(wire::DbHit::from).collect(),
                 took_ms: (started.elapsed().as_secs_f64() * 10_000.0).round() / 10.0,
-            })
+            };
+            let array = serde_json::to_string(&answer.results);
+            return seed_array(&dir, &action, started, array, serde_json::to_value(answer));
         }
         "import_file" => {
             let filepath = required(args.filepath, "filepath", &action)?;
@@ -470,13 +502,7 @@ fn vector_db(
         }
         other => return Err(VectorDbError::UnknownAction(other.to_string()).to_string()),
     };
-    crate::audit::record(
-        &dir,
-        crate::audit::Door::Mcp,
-        "vector_db",
-        started.elapsed().as_secs_f64() * 1000.0,
-        serde_json::json!({ "action": action }),
-    );
+    record_vector_db(&dir, &action, started);
     answer.map(CallToolResult::structured).map_err(|e| format!("cannot encode the answer: {e}"))
 }
 
