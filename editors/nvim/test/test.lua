@@ -196,6 +196,18 @@ local ok_run, err_run = xpcall(function()
   check('entry text is "symbol — first snippet line"', found and qf.items[found].text:find('^validate_token — def validate_token') ~= nil, found and qf.items[found].text)
   vim.cmd('cclose') -- :copen focused the quickfix window
 
+  -- The CLI's --vimgrep as Neovim's :grep program (issue 56): path:line:column:text lands in the
+  -- quickfix list at the definition line and the name's column, from the same index.
+  vim.o.grepprg = 'raggrep query --vimgrep -k 3'
+  vim.o.grepformat = '%f:%l:%c:%m'
+  vim.cmd('silent grep! "check whether an API token is still valid"')
+  local grep = vim.fn.getqflist()
+  local first = grep[1] or {}
+  local first_name = first.bufnr and vim.api.nvim_buf_get_name(first.bufnr) or ''
+  check('raggrep query --vimgrep fills the quickfix list through :grep',
+    #grep == 3 and first_name == fixture .. '/src/auth.py' and first.lnum == 19 and first.col == 5
+      and first.text == 'def validate_token(store, token):', vim.inspect(grep[1]))
+
   -- settings.team against the real team index (run.sh's PostgreSQL): the local entries, then the
   -- team index's, each marked with its repository; the ledger's Balance opens as a read-only
   -- scratch buffer with its snippet.
