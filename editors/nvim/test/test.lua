@@ -201,7 +201,8 @@ local ok_run, err_run = xpcall(function()
   vim.o.grepprg = 'raggrep query --vimgrep -k 3'
   vim.o.grepformat = '%f:%l:%c:%m'
   vim.cmd('silent grep! "check whether an API token is still valid"')
-  local grep = vim.fn.getqflist()
+  -- Only the hits: :grep also lists what the program wrote on stderr, as invalid entries.
+  local grep = vim.tbl_filter(function(item) return item.valid == 1 end, vim.fn.getqflist())
   local first = grep[1] or {}
   local first_name = first.bufnr and vim.api.nvim_buf_get_name(first.bufnr) or ''
   check('raggrep query --vimgrep fills the quickfix list through :grep',
