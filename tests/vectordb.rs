@@ -393,8 +393,7 @@ fn key_less_rows_get_a_uuid_on_open() {
     let out = ws.ok(&["list", "--db", "legacy.sqlite", "--json"]);
     assert!(stderr(&out).contains("gave 2 key-less rows a UUID key"), "{}", stderr(&out));
     let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let keys: Vec<String> =
-        listed.as_array().unwrap().iter().map(|r| r["key"].as_str().unwrap().into()).collect();
+    let keys: Vec<String> = listed.as_array().unwrap().iter().map(|r| r["key"].as_str().unwrap().into()).collect();
     assert_eq!(keys.len(), 3);
     assert!(keys.iter().all(|k| is_uuid(k)), "{keys:?}");
     assert_eq!(keys[2], "6f1c0c1e-8a53-4f4e-9d5a-1c2b3d4e5f60", "existing keys are kept");
