@@ -1847,3 +1847,19 @@ fn a_bare_question_is_a_query() {
     // A subcommand still wins.
     assert!(stdout(&["status"]).contains("chunks:"));
 }
+
+/// Issue 56: a chunk that starts with imports keeps its range for reading, but where a jump
+/// goes (`--json`'s `line`, `--vimgrep`, context lines) is the definition's own line.
+#[test]
+fn a_hit_points_at_its_definition_line_not_its_imports() {
+    let ws = Workspace::empty();
+    ws.write("settings.py", "import json\nimport os\n\n\ndef load_settings(path):\n    \"\"\"Read the settings file.\"\"\"\n    with open(path) as f:\n        return json.load(f)\n");
+    ws.index();
+    let chunks = String::from_utf8(ws.ok(&["chunk", "settings.py"]).stdout).unwrap();
+    assert!(chunks.contains("settings.py:1-8  function  load_settings"), "the imports share the chunk: {chunks}");
+    let answer: Value = serde_json::from_slice(&ws.ok(&["query", "load_settings", "--json", "-k", "1"]).stdout).unwrap();
+    let hit = &answer["results"][0];
+    assert_eq!((hit["start_line"].as_u64(), hit["line"].as_u64()), (Some(1), Some(5)), "{hit}");
+    let vimgrep = String::from_utf8(ws.ok(&["query", "load_settings", "--vimgrep", "-k", "1"]).stdout).unwrap();
+    assert_eq!(vimgrep, "settings.py:5:5:def load_settings(path):\n");
+}

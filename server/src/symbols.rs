@@ -20,6 +20,8 @@ pub struct FoundDefinition {
     pub kind: ChunkKind,
     pub start_line: u32,
     pub end_line: u32,
+    /// The line of the definition itself ([`crate::chunk::definition_line`]).
+    pub line: u32,
 }
 
 /// The first `max` definitions of a name, and how many there are in all.
@@ -77,6 +79,7 @@ pub fn find_definitions(snapshots: &[(PathBuf, Arc<Snapshot>)], name: &str, max:
                 kind: chunk.kind,
                 start_line: chunk.start_line,
                 end_line: chunk.end_line,
+                line: chunk.start_line,
             });
         }
     }
@@ -85,7 +88,27 @@ pub fn find_definitions(snapshots: &[(PathBuf, Arc<Snapshot>)], name: &str, max:
         // their own. Look inside the files holding such containers.
         found = members_named(snapshots, name, &wanted, max);
     }
+    with_definition_lines(&mut found.definitions);
     found
+}
+
+/// Each definition's own line, read from its file as it is now (a file read once however many
+/// definitions it holds; the first line when it cannot be read).
+fn with_definition_lines(definitions: &mut [FoundDefinition]) {
+    let mut files: std::collections::HashMap<PathBuf, Option<String>> = std::collections::HashMap::new();
+    for definition in definitions {
+        let path = crate::walk::resolve(&definition.root, &definition.path);
+        let text = files.entry(path.clone()).or_insert_with(|| std::fs::read_to_string(&path).ok());
+        if let Some(text) = text {
+            let lines: Vec<&str> = text.lines().collect();
+            definition.line = crate::chunk::definition_line(
+                &lines,
+                definition.start_line,
+                definition.end_line,
+                Some(&definition.symbol),
+            );
+        }
+    }
 }
 
 /// Members (methods of classes, impls, traits …) named `name` (or qualified `wanted`) inside
@@ -135,6 +158,7 @@ fn members_named(snapshots: &[(PathBuf, Arc<Snapshot>)], name: &str, wanted: &st
                         kind: definition.kind,
                         start_line: definition.start_line,
                         end_line: definition.end_line,
+                        line: definition.start_line,
                     });
                 }
             }

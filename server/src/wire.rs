@@ -31,6 +31,10 @@ pub struct Hit {
     pub start_line: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub end_line: Option<u32>,
+    /// The line of the definition itself, where the hit's lines start with its imports,
+    /// attributes or doc comment (absent when it is `start_line`): where a jump belongs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
     /// Qualified name of the definition the hit is (part of), if any.
     pub symbol: Option<String>,
     pub kind: ChunkKind,
@@ -72,6 +76,7 @@ impl Hit {
             path: Some(h.path.clone()),
             start_line: Some(h.start_line),
             end_line: Some(h.end_line),
+            line: (h.line != h.start_line && h.line != 0).then_some(h.line),
             symbol: h.symbol.clone(),
             kind: h.kind,
             language: h.language,
@@ -395,6 +400,10 @@ pub struct SymbolDefinitions {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SymbolDefinition {
     pub location: String,
+    /// The line of the definition itself, where `location`'s lines start with its imports,
+    /// attributes or doc comment (absent when it is the first).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
     pub symbol: String,
     pub kind: ChunkKind,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -606,6 +615,7 @@ mod tests {
                 path: "src/auth/token.rs".into(),
                 start_line: 12,
                 end_line: 30,
+                line: 12,
                 score: 0.734_56,
                 symbol: Some("TokenValidator::validate".into()),
                 kind: ChunkKind::Method,
@@ -933,6 +943,7 @@ mod tests {
             name: "validate".into(),
             definitions: vec![SymbolDefinition {
                 location: "src/auth/token.rs:12-30".into(),
+                line: Some(14),
                 symbol: "TokenValidator::validate".into(),
                 kind: ChunkKind::Method,
                 root: None,

@@ -74,7 +74,7 @@ check "query --rerank: the bundle's reranker re-sorts, the right function first"
 user sh -c "cd '$home/project' && '$bin' db store 'banana bread baking instructions' recipe >/dev/null && '$bin' db store 'the goalkeeper saved a penalty' football >/dev/null && '$bin' db search --json 'how to bake with bananas'" >"$work/db.json" 2>"$work/err"
 detail="$(cat "$work/db.json") $(cat "$work/err")"
 check "db: the vector store finds its model (all-MiniLM-L6-v2 itself) in the bundle" \
-  python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"]; assert r[0]["value"] == "recipe", r' "$work/db.json"
+  python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert isinstance(r, list) and r[0]["value"] == "recipe", r' "$work/db.json"
 
 user "$bin" embed "hello" >"$work/embed.txt" 2>&1
 detail="$(cat "$work/embed.txt")"

@@ -312,6 +312,10 @@ async def run_checks(client, root, transport):
     found = (await call(client, "find_symbol", {"name": "validate_token"})).structured_content
     check("find_symbol: validate_token in src/auth.py",
           [d["location"].split(":")[0] for d in found["definitions"]] == ["src/auth.py"], repr(found))
+    # A chunk that starts with the package line and imports: the jump goes to `func Serve`.
+    serve = (await call(client, "find_symbol", {"name": "Serve"})).structured_content
+    check("find_symbol: line is the definition's own (svc/server.go:9, its chunk starts at 1)",
+          [(d["location"], d.get("line")) for d in serve["definitions"]] == [("svc/server.go:1-12", 9)], repr(serve))
     qualified = (await call(client, "find_symbol", {"name": "TokenStore.issue"})).structured_content
     check("find_symbol: qualified name", len(qualified["definitions"]) == 1, repr(qualified))
     none = await call(client, "find_symbol", {"name": "no_such_symbol_anywhere"})

@@ -130,9 +130,10 @@ detail="$(head -c 600 "$outputs/local.json")"
 check "a team result has the local result's shape, plus repo and the chunk's whole text" python3 - "$outputs/local.json" "$outputs/q1.json" <<'PY'
 import json, sys
 local, team = (json.load(open(p)) for p in sys.argv[1:])
-# The confidence is calibrated for the local ranking only; the team index claims none.
-assert "confidence" in local and "no_confident_match" in local, local.keys()
-assert set(team) == set(local) - {"confidence", "no_confident_match"}, (set(team), set(local))
+# The confidence is calibrated for the local ranking only; the team index claims none. `root`
+# names the local index that answered; the team index is no local root.
+assert "confidence" in local and "no_confident_match" in local and "root" in local, local.keys()
+assert set(team) == set(local) - {"confidence", "no_confident_match", "root"}, (set(team), set(local))
 hit = team["results"][0]
 assert set(hit) == set(local["results"][0]) | {"repo", "text"}, (hit.keys(), local["results"][0].keys())
 lines = hit["end_line"] - hit["start_line"] + 1

@@ -373,6 +373,41 @@ pub fn outline(text: &str, language: Language, config: &ChunkConfig) -> Vec<Defi
         .collect()
 }
 
+/// The line a chunk's definition is on, 1-based: a chunk may start with the imports, attributes
+/// or doc comment that lead its definition, and a jump to the definition (an editor's symbol
+/// list, `find_symbol`, `--vimgrep`) belongs on the line that names it. That is the first line
+/// of the chunk, outside comments, where `symbol`'s last segment stands as a whole word; without
+/// one, the chunk's first non-blank line. `lines` are the file's.
+pub fn definition_line(lines: &[&str], start_line: u32, end_line: u32, symbol: Option<&str>) -> u32 {
+    let last = end_line.min(lines.len() as u32);
+    let text = |n: u32| lines.get(n as usize - 1).copied().unwrap_or("");
+    let comment = |t: &str| {
+        let t = t.trim_start();
+        ["//", "#", "/*", "*", "--", "\"\"\"", "'''", ";"].iter().any(|m| t.starts_with(m))
+    };
+    if let Some(name) = symbol.map(last_segment).filter(|n| !n.is_empty())
+        && let Some(n) = (start_line..=last).find(|&n| !comment(text(n)) && word_at(text(n), name).is_some())
+    {
+        return n;
+    }
+    (start_line..=last).find(|&n| !text(n).trim().is_empty()).unwrap_or(start_line)
+}
+
+/// A qualified name's own part (`Builder` of `Rack::Builder`, `call` of `Rack::Builder#call`).
+pub fn last_segment(symbol: &str) -> &str {
+    symbol.rsplit(['.', ':', '#', '\\', '/']).next().unwrap_or(symbol)
+}
+
+/// Byte offset of `word` in `text` where it stands as a whole identifier.
+pub fn word_at(text: &str, word: &str) -> Option<usize> {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    text.match_indices(word).map(|(at, _)| at).find(|&at| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + word.len()..].chars().next();
+        !before.is_some_and(ident) && !after.is_some_and(ident)
+    })
+}
+
 /// Splits one file into chunks.
 ///
 /// Pure: the same input gives the same chunks. `path` is only carried into the chunks.

@@ -1837,3 +1837,17 @@ fn every_grammar_survives_deep_nesting_and_big_files() {
         check_invariants(&text, &chunks);
     }
 }
+
+#[test]
+fn a_definition_line_is_the_line_that_names_it() {
+    let python = ["import json", "", "@cached", "def load_settings(path):", "    return json.load(path)"];
+    assert_eq!(definition_line(&python, 1, 5, Some("load_settings")), 4);
+    // The name in a comment or docstring above does not count; a qualified name by its last part.
+    let rust = ["/// Builds a `Router`.", "#[derive(Debug)]", "pub struct Router {", "}"];
+    assert_eq!(definition_line(&rust, 1, 4, Some("http::Router")), 3);
+    // Without a symbol (or when no line names it): the first non-blank line.
+    assert_eq!(definition_line(&["", "  x = 1"], 1, 2, None), 2);
+    assert_eq!(definition_line(&["a = 1", "b = 2"], 1, 2, Some("nowhere")), 1);
+    // A word inside another does not count.
+    assert_eq!(definition_line(&["def serve_all():", "def serve():"], 1, 2, Some("serve")), 2);
+}

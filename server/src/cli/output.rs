@@ -120,7 +120,7 @@ pub fn print_hits(
             let mut files = Files::new(root);
             for hit in &results.results {
                 let lines = files.lines(&hit.path);
-                let line = definition_line(lines, hit);
+                let line = hit.line.max(hit.start_line);
                 let text = lines.get(line as usize - 1).map_or("", |l| l.as_str());
                 let column = column_of(text, hit.symbol.as_deref());
                 writeln!(out, "{}:{line}:{column}:{text}", shown(&hit.path))?;
@@ -133,7 +133,7 @@ pub fn print_hits(
                 let path = shown(&hit.path);
                 let lines = files.lines(&hit.path);
                 let (from, to) = if context {
-                    let line = definition_line(lines, hit);
+                    let line = hit.line.max(hit.start_line);
                     (line.saturating_sub(format.before).max(1), line + format.after)
                 } else {
                     (hit.start_line, hit.end_line.min(hit.start_line + FIRST_LINES - 1))
@@ -201,77 +201,13 @@ impl<'a> Files<'a> {
     }
 }
 
-/// The line a hit points at: where its symbol is defined (a chunk may start with imports, a
-/// doc comment or attributes), else its first non-blank line.
-pub fn definition_line(lines: &[String], hit: &crate::search::Hit) -> u32 {
-    let last = hit.end_line.min(lines.len() as u32);
-    let text = |n: u32| lines.get(n as usize - 1).map_or("", |l| l.as_str());
-    let comment = |t: &str| {
-        let t = t.trim_start();
-        ["//", "#", "/*", "*", "--", "\"\"\"", "'''", ";"].iter().any(|m| t.starts_with(m))
-    };
-    if let Some(name) = hit.symbol.as_deref().map(last_segment).filter(|n| !n.is_empty())
-        && let Some(n) = (hit.start_line..=last).find(|&n| !comment(text(n)) && word_at(text(n), name).is_some())
-    {
-        return n;
-    }
-    (hit.start_line..=last).find(|&n| !text(n).trim().is_empty()).unwrap_or(hit.start_line)
-}
-
 /// 1-based column of the symbol's name in the line, else of its first non-blank character.
 fn column_of(text: &str, symbol: Option<&str>) -> usize {
     let at = symbol
-        .map(last_segment)
+        .map(crate::chunk::last_segment)
         .filter(|n| !n.is_empty())
-        .and_then(|name| word_at(text, name))
+        .and_then(|name| crate::chunk::word_at(text, name))
         .unwrap_or_else(|| text.len() - text.trim_start().len());
     text[..at].chars().count() + 1
 }
 
-fn last_segment(symbol: &str) -> &str {
-    symbol.rsplit(['.', ':', '#', '\\', '/']).next().unwrap_or(symbol)
-}
-
-/// Byte offset of `word` in `text` where it is a whole identifier.
-fn word_at(text: &str, word: &str) -> Option<usize> {
-    let ident = |c: char| c.is_alphanumeric() || c == '_';
-    text.match_indices(word).map(|(at, _)| at).find(|&at| {
-        let before = text[..at].chars().next_back();
-        let after = text[at + word.len()..].chars().next();
-        !before.is_some_and(ident) && !after.is_some_and(ident)
-    })
-}
-
-pub fn print_status(out: &mut impl Write, status: &IndexStatus) -> io::Result<()> {
-    let s = &status.index;
-    let mb = |b: u64| format!("{:.1} MB", b as f64 / 1_000_000.0);
-    writeln!(out, "root:          {}", s.root)?;
-    writeln!(out, "index:         {}", s.index_dir)?;
-    writeln!(out, "files:         {} ({} skipped)", s.files, s.skipped)?;
-    writeln!(out, "chunks:        {} ({} embedded, {} pending)", s.chunks, s.embedded, s.pending)?;
-    writeln!(out, "model:         {} ({}-d)", s.model, s.dim)?;
-    if let Some(what_to_do) = &status.model_mismatch {
-        writeln!(out, "               {what_to_do}")?;
-    }
-    writeln!(
-        out,
-        "vectors:       {} {} ({} dead, {} in the HNSW graph)",
-        s.vectors,
-        s.vector_encoding.name(),
-        s.dead_vectors,
-        s.ann_slots
-    )?;
-    writeln!(out, "on disk:       {}", mb(s.bytes_on_disk))?;
-    writeln!(out, "memory (est.): {}", mb(s.memory_estimate_bytes))?;
-    let ago = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-        .saturating_sub(s.updated_unix_ms);
-    writeln!(
-        out,
-        "last update:   {} ago (generation {})",
-        crate::wire::human_duration(ago as f64 / 1000.0),
-        s.generation
-    )?;
-    Ok(())
-}

@@ -49,7 +49,9 @@ pub fn symbol_information(hit: &RootHit) -> Option<SymbolInformation> {
         kind: symbol_kind(hit.hit.kind),
         tags: None,
         deprecated: None,
-        location: Location::new(uri, line_range(hit.hit.start_line, hit.hit.end_line)),
+        // From the definition's own line: a jump lands on `def load_settings`, not on the imports
+        // its chunk starts with.
+        location: Location::new(uri, line_range(hit.hit.line.max(hit.hit.start_line), hit.hit.end_line)),
         container_name: Some(hit.hit.path.clone()),
     })
 }

@@ -799,6 +799,7 @@ impl RaggrepMcp {
                     .into_iter()
                     .map(|d| wire::SymbolDefinition {
                         location: wire::location(&d.path, d.start_line, d.end_line),
+                        line: (d.line != d.start_line).then_some(d.line),
                         symbol: d.symbol,
                         kind: d.kind,
                         root: several_roots.then(|| d.root.display().to_string()),

@@ -115,6 +115,9 @@ pub struct Hit {
     pub path: String,
     pub start_line: u32,
     pub end_line: u32,
+    /// The line of the definition itself ([`crate::chunk::definition_line`]): where a jump to
+    /// the hit lands, while `start_line..=end_line` is what to read.
+    pub line: u32,
     pub score: f32,
     pub symbol: Option<String>,
     pub kind: ChunkKind,
@@ -352,6 +355,7 @@ pub fn search_with(
             path: chunk.path.to_string(),
             start_line: chunk.start_line,
             end_line: chunk.end_line,
+            line: chunk.start_line,
             score,
             symbol: chunk.symbol_path(),
             kind: chunk.kind,
@@ -364,7 +368,7 @@ pub fn search_with(
         }
     }
     for hit in &mut hits {
-        hit.snippet = snippet(snapshot, hit.chunk);
+        (hit.snippet, hit.line) = snippet(snapshot, hit.chunk, hit.symbol.as_deref());
     }
     Ok(SearchResults {
         query: query.text.clone(),
@@ -588,20 +592,26 @@ pub fn fuse(dense: &[(usize, f32)], lexical: &[(usize, f32)], fusion: Fusion) ->
     fused
 }
 
-/// The first lines of a chunk, read from the file now (a changed file shows its current text).
-fn snippet(snapshot: &Snapshot, chunk_index: usize) -> String {
+/// The first lines of a chunk and the line of its definition, read from the file now (a
+/// changed file shows its current text); the chunk's first line when the file cannot be read.
+fn snippet(snapshot: &Snapshot, chunk_index: usize, symbol: Option<&str>) -> (String, u32) {
     let Some(chunk) = snapshot.chunk(chunk_index) else {
-        return String::new();
+        return (String::new(), 0);
     };
     let path = crate::walk::resolve(&snapshot.location.root, chunk.path);
     let Ok(text) = std::fs::read_to_string(&path) else {
-        return String::new();
+        return (String::new(), chunk.start_line);
     };
-    snippet_of(
-        text.lines()
+    let lines: Vec<&str> = text.lines().collect();
+    let line = crate::chunk::definition_line(&lines, chunk.start_line, chunk.end_line, symbol);
+    let snippet = snippet_of(
+        lines
+            .iter()
+            .copied()
             .skip(chunk.start_line.saturating_sub(1) as usize)
             .take((chunk.end_line + 1 - chunk.start_line) as usize),
-    )
+    );
+    (snippet, line)
 }
 
 /// A result's snippet: its first lines, cut at a size a list can show.

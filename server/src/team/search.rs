@@ -210,6 +210,8 @@ pub fn search(
                 path: row.path.clone(),
                 start_line: row.start_line,
                 end_line: row.end_line,
+                // The file is on another machine: its first line is as far as a jump can know.
+                line: row.start_line,
                 score,
                 symbol: crate::chunk::qualified_name(&row.container, &row.symbol, row.kind, language),
                 kind: row.kind,
