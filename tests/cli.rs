@@ -1857,7 +1857,8 @@ fn a_hit_points_at_its_definition_line_not_its_imports() {
     ws.index();
     let chunks = String::from_utf8(ws.ok(&["chunk", "settings.py"]).stdout).unwrap();
     assert!(chunks.contains("settings.py:1-8  function  load_settings"), "the imports share the chunk: {chunks}");
-    let answer: Value = serde_json::from_slice(&ws.ok(&["query", "load_settings", "--json", "-k", "1"]).stdout).unwrap();
+    let answer: Value =
+        serde_json::from_slice(&ws.ok(&["query", "load_settings", "--json", "-k", "1"]).stdout).unwrap();
     let hit = &answer["results"][0];
     assert_eq!((hit["start_line"].as_u64(), hit["line"].as_u64()), (Some(1), Some(5)), "{hit}");
     let vimgrep = String::from_utf8(ws.ok(&["query", "load_settings", "--vimgrep", "-k", "1"]).stdout).unwrap();

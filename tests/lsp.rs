@@ -93,12 +93,8 @@ fn language_server_end_to_end() {
     assert_eq!(client.request("workspace/symbol", json!({"query": ""})), json!([]));
     // A symbol's location starts at its definition line, not at the imports its chunk starts with.
     let found = client.request("workspace/symbol", json!({"query": "start the web server and listen on a port"}));
-    let serve = found
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"] == "Serve")
-        .unwrap_or_else(|| panic!("no Serve: {found}"));
+    let serve =
+        found.as_array().unwrap().iter().find(|s| s["name"] == "Serve").unwrap_or_else(|| panic!("no Serve: {found}"));
     assert_eq!(serve["location"]["range"]["start"]["line"], 8, "func Serve is line 9 (0-based 8): {serve}");
 
     // didOpen + edit + didSave of a new function → found by the next query.

@@ -1307,6 +1307,7 @@ mod tests {
                 path: "a.py".into(),
                 start_line: 1,
                 end_line: 2,
+                line: 1,
                 score: 0.5,
                 symbol: None,
                 kind: crate::chunk::ChunkKind::Function,

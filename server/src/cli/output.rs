@@ -211,3 +211,36 @@ fn column_of(text: &str, symbol: Option<&str>) -> usize {
     text[..at].chars().count() + 1
 }
 
+pub fn print_status(out: &mut impl Write, status: &IndexStatus) -> io::Result<()> {
+    let s = &status.index;
+    let mb = |b: u64| format!("{:.1} MB", b as f64 / 1_000_000.0);
+    writeln!(out, "root:          {}", s.root)?;
+    writeln!(out, "index:         {}", s.index_dir)?;
+    writeln!(out, "files:         {} ({} skipped)", s.files, s.skipped)?;
+    writeln!(out, "chunks:        {} ({} embedded, {} pending)", s.chunks, s.embedded, s.pending)?;
+    writeln!(out, "model:         {} ({}-d)", s.model, s.dim)?;
+    if let Some(what_to_do) = &status.model_mismatch {
+        writeln!(out, "               {what_to_do}")?;
+    }
+    writeln!(
+        out,
+        "vectors:       {} {} ({} dead, {} in the HNSW graph)",
+        s.vectors,
+        s.vector_encoding.name(),
+        s.dead_vectors,
+        s.ann_slots
+    )?;
+    writeln!(out, "on disk:       {}", mb(s.bytes_on_disk))?;
+    writeln!(out, "memory (est.): {}", mb(s.memory_estimate_bytes))?;
+    let ago = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+        .saturating_sub(s.updated_unix_ms);
+    writeln!(
+        out,
+        "last update:   {} ago (generation {})",
+        crate::wire::human_duration(ago as f64 / 1000.0),
+        s.generation
+    )?;
+    Ok(())
+}
