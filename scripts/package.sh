@@ -9,6 +9,7 @@
 #       share/raggrep/runtime/onnxruntime-1.31.1/         ONNX Runtime's library + its licences
 #       share/raggrep/nvim/                               the Neovim plugin (finds ../../../bin/raggrep)
 #       share/raggrep/helix/languages.toml                the Helix snippet
+#       share/{bash-completion,zsh,fish}/…, share/man/man1/raggrep.1   completions and the manual page
 #       README.md LICENSE THIRD_PARTY.md
 #   raggrep-linux-x64.vsix
 #     the VS Code extension for linux-x64 with the same bin/ and share/raggrep/{models,runtime}
@@ -76,6 +77,14 @@ mkdir -p "$stage/share/raggrep/nvim" "$stage/share/raggrep/helix"
 cp -r editors/nvim/lua editors/nvim/plugin editors/nvim/lsp editors/nvim/README.md "$stage/share/raggrep/nvim/"
 cp editors/helix/languages.toml "$stage/share/raggrep/helix/"
 cp README.md LICENSE THIRD_PARTY.md "$stage/"
+# Shell completions and the manual page, generated from the CLI definition by the binary itself,
+# where shells and man look under a prefix (share/ beside bin/).
+mkdir -p "$stage/share/bash-completion/completions" "$stage/share/zsh/site-functions" \
+  "$stage/share/fish/vendor_completions.d" "$stage/share/man/man1"
+"$stage/bin/raggrep" completions bash >"$stage/share/bash-completion/completions/raggrep"
+"$stage/bin/raggrep" completions zsh >"$stage/share/zsh/site-functions/_raggrep"
+"$stage/bin/raggrep" completions fish >"$stage/share/fish/vendor_completions.d/raggrep.fish"
+"$stage/bin/raggrep" man >"$stage/share/man/man1/raggrep.1"
 chmod -R u=rwX,go=rX "$stage"
 
 mkdir -p dist

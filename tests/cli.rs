@@ -1864,3 +1864,30 @@ fn a_hit_points_at_its_definition_line_not_its_imports() {
     let vimgrep = String::from_utf8(ws.ok(&["query", "load_settings", "--vimgrep", "-k", "1"]).stdout).unwrap();
     assert_eq!(vimgrep, "settings.py:5:5:def load_settings(path):\n");
 }
+
+/// Issue 56: shell completions and the manual page come from the CLI's own definition.
+#[test]
+fn completions_and_the_manual_page_are_generated() {
+    let ws = Workspace::empty();
+    let bash = ws.ok(&["completions", "bash"]);
+    let script = ws.root().join("raggrep.bash");
+    fs::write(&script, &bash.stdout).unwrap();
+    // Sourced by a real bash, it completes raggrep's subcommands.
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg("source \"$1\" && COMP_WORDS=(raggrep qu) COMP_CWORD=1 && _raggrep raggrep qu raggrep && printf '%s\\n' \"${COMPREPLY[@]}\"")
+        .arg("bash")
+        .arg(&script)
+        .output()
+        .unwrap();
+    let replies = String::from_utf8_lossy(&out.stdout);
+    assert!(replies.lines().any(|l| l == "query"), "bash completion of `raggrep qu`: {replies:?} {}", String::from_utf8_lossy(&out.stderr));
+    let zsh = String::from_utf8(ws.ok(&["completions", "zsh"]).stdout).unwrap();
+    assert!(zsh.starts_with("#compdef raggrep"), "{}", &zsh[..zsh.len().min(200)]);
+    let fish = String::from_utf8(ws.ok(&["completions", "fish"]).stdout).unwrap();
+    assert!(fish.contains("complete -c raggrep") && fish.contains("--vimgrep"), "{}", &fish[..fish.len().min(200)]);
+    let man = String::from_utf8(ws.ok(&["man"]).stdout).unwrap();
+    assert!(man.contains(".TH raggrep 1") && man.contains("query") && man.contains("completions"), "{}", &man[..man.len().min(300)]);
+    let bad = ws.raggrep(&["completions", "tcsh"]);
+    assert_eq!(bad.status.code(), Some(2));
+}

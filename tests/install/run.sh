@@ -53,6 +53,14 @@ mkdir -p "$home/opt"
 user mv "$unpacked" "$home/opt/raggrep"
 bin="$home/opt/raggrep/bin/raggrep"
 
+# Completions and the manual page where shells and man look under the prefix.
+share="$home/opt/raggrep/share"
+detail="$(user bash -c "source '$share/bash-completion/completions/raggrep' && complete -p raggrep" 2>&1)"
+check "the bundle's bash completion loads and completes raggrep" bash -c "[[ '$detail' == *' raggrep' ]]"
+detail="$(head -c 300 "$share/man/man1/raggrep.1" 2>&1)"
+check "the bundle has the manual page, zsh and fish completions" bash -c \
+  "grep -q '^.TH raggrep 1' '$share/man/man1/raggrep.1' && head -1 '$share/zsh/site-functions/_raggrep' | grep -q '#compdef raggrep' && grep -q 'complete -c raggrep' '$share/fish/vendor_completions.d/raggrep.fish'"
+
 cp -r tests/fixtures/polyglot "$home/project"
 user sh -c "cd '$home/project' && '$bin' index . --json" >"$work/index.json" 2>"$work/err"
 rc=$?

@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod ask;
 mod db;
@@ -132,6 +132,14 @@ enum Command {
         #[command(flatten)]
         print: PrintArgs,
     },
+    /// Print a shell completion script for bash, zsh, fish, elvish or powershell, e.g.
+    /// `raggrep completions bash > ~/.local/share/bash-completion/completions/raggrep`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), e.g. `raggrep man | man -l -`.
+    Man,
     /// `raggrep QUESTION…`: a question where a subcommand would be is `raggrep query`
     /// (`--answer`: `raggrep ask`).
     #[command(external_subcommand)]
@@ -569,6 +577,15 @@ fn dispatch(cli: Cli) -> Result<()> {
             cmd_inspect(&location, chunks, skipped, json)
         }
         Command::Lsp | Command::Mcp { .. } => unreachable!("handled in run()"),
+        Command::Completions { shell } => {
+            let mut command = Cli::command();
+            clap_complete::generate(shell, &mut command, "raggrep", &mut io::stdout().lock());
+            Ok(())
+        }
+        Command::Man => {
+            clap_mangen::Man::new(Cli::command()).render(&mut io::stdout().lock())?;
+            Ok(())
+        }
         Command::Bare(words) => anyhow::bail!("cannot read {:?} as a question", words.join(" ")),
         Command::Chunk { file, json } => cmd_chunk(&file, json),
         Command::Embed { text, document } => {
