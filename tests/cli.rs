@@ -1881,13 +1881,21 @@ fn completions_and_the_manual_page_are_generated() {
         .output()
         .unwrap();
     let replies = String::from_utf8_lossy(&out.stdout);
-    assert!(replies.lines().any(|l| l == "query"), "bash completion of `raggrep qu`: {replies:?} {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        replies.lines().any(|l| l == "query"),
+        "bash completion of `raggrep qu`: {replies:?} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let zsh = String::from_utf8(ws.ok(&["completions", "zsh"]).stdout).unwrap();
     assert!(zsh.starts_with("#compdef raggrep"), "{}", &zsh[..zsh.len().min(200)]);
     let fish = String::from_utf8(ws.ok(&["completions", "fish"]).stdout).unwrap();
-    assert!(fish.contains("complete -c raggrep") && fish.contains("--vimgrep"), "{}", &fish[..fish.len().min(200)]);
+    assert!(fish.contains("complete -c raggrep") && fish.contains("-l vimgrep"), "{}", &fish[..fish.len().min(200)]);
     let man = String::from_utf8(ws.ok(&["man"]).stdout).unwrap();
-    assert!(man.contains(".TH raggrep 1") && man.contains("query") && man.contains("completions"), "{}", &man[..man.len().min(300)]);
+    assert!(
+        man.contains(".TH raggrep 1") && man.contains("query") && man.contains("completions"),
+        "{}",
+        &man[..man.len().min(300)]
+    );
     let bad = ws.raggrep(&["completions", "tcsh"]);
     assert_eq!(bad.status.code(), Some(2));
 }

@@ -132,14 +132,6 @@ enum Command {
         #[command(flatten)]
         print: PrintArgs,
     },
-    /// Print a shell completion script for bash, zsh, fish, elvish or powershell, e.g.
-    /// `raggrep completions bash > ~/.local/share/bash-completion/completions/raggrep`.
-    Completions {
-        #[arg(value_enum)]
-        shell: clap_complete::Shell,
-    },
-    /// Print the manual page (roff), e.g. `raggrep man | man -l -`.
-    Man,
     /// `raggrep QUESTION…`: a question where a subcommand would be is `raggrep query`
     /// (`--answer`: `raggrep ask`).
     #[command(external_subcommand)]
@@ -212,6 +204,14 @@ enum Command {
     /// Answer a question about the code: structural questions exactly, others from retrieved
     /// snippets through an OpenAI-compatible LLM (or --prompt: print the prompt).
     Ask(Box<ask::AskArgs>),
+    /// Print a shell completion script for bash, zsh, fish, elvish or powershell, e.g.
+    /// `raggrep completions bash > ~/.local/share/bash-completion/completions/raggrep`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), e.g. `raggrep man | man -l -`.
+    Man,
 }
 
 #[derive(Subcommand)]
