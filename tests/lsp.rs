@@ -584,3 +584,29 @@ fn search_says_degraded_until_the_first_update_repairs_the_index() {
     assert_eq!(repaired["partial"], false, "{repaired:#}");
     assert_eq!(client.shutdown_and_exit(), 0);
 }
+
+/// Issue 56: without its model the server stays up, and every request that needs the model
+/// answers with the cause and the fix, as the command line says them (not "see the log").
+#[test]
+fn without_its_model_every_answer_says_why_and_what_to_do() {
+    let (_dir, alpha, _beta) = setup();
+    let mut client = Client::start(env!("CARGO_BIN_EXE_raggrep"), &alpha);
+    initialize(&mut client, &alpha, json!({"modelDir": "no-such-model-here"}));
+    let answer = client.request_full(
+        "workspace/executeCommand",
+        json!({"command": "raggrep.search", "arguments": [{"query": "validate a token"}]}),
+    );
+    let message = answer["error"]["message"].as_str().unwrap_or_default().to_string();
+    assert!(message.starts_with("raggrep is not ready: cannot load the embedding model"), "{answer}");
+    assert!(message.contains("no-such-model-here") && message.contains("bootstrap"), "no cause or fix: {message}");
+    let status = client.request_full("workspace/executeCommand", json!({"command": "raggrep.status", "arguments": []}));
+    assert_eq!(status["error"]["message"], answer["error"]["message"], "{status}");
+    let shown = client
+        .notifications
+        .iter()
+        .filter(|n| n["method"] == "window/showMessage")
+        .filter_map(|n| n["params"]["message"].as_str())
+        .any(|m| m.contains("no-such-model-here") && m.contains("bootstrap"));
+    assert!(shown, "no window/showMessage with the cause: {:?}", client.notifications);
+    assert_eq!(client.shutdown_and_exit(), 0);
+}

@@ -130,6 +130,19 @@ impl LineRange {
     }
 }
 
+/// An error and its causes on one line, as every door says a failure: `context: cause: cause`.
+/// A cause whose text its parent already shows (errors that print their source) is not repeated.
+pub fn one_line(err: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if !parts.last().is_some_and(|previous| previous.contains(&text)) {
+            parts.push(text);
+        }
+    }
+    parts.join(": ")
+}
+
 /// `path:start-end`.
 pub fn location(path: &str, start_line: u32, end_line: u32) -> String {
     format!("{path}:{start_line}-{end_line}")

@@ -24,6 +24,7 @@ use crate::lang::Language;
 use crate::search::{self, Mode, Query};
 use crate::{walk, wire};
 use location::{LocationArgs, Resolved, Scope};
+use wire::one_line;
 
 #[derive(Parser)]
 #[command(name = "raggrep", version, about = "Local-first semantic code search")]
@@ -427,19 +428,6 @@ fn init_logging(level: &str) {
         .with_ansi(io::stderr().is_terminal())
         .with_target(false)
         .try_init();
-}
-
-/// An error and its causes on one line: `context: cause: cause`. A cause whose text its parent
-/// already shows (errors that print their source) is not repeated.
-fn one_line(err: &anyhow::Error) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    for cause in err.chain() {
-        let text = cause.to_string();
-        if !parts.last().is_some_and(|previous| previous.contains(&text)) {
-            parts.push(text);
-        }
-    }
-    parts.join(": ")
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {

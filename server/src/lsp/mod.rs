@@ -74,6 +74,9 @@ const CHANGE_DEBOUNCE: Duration = Duration::from_millis(400);
 #[derive(Default)]
 pub struct State {
     workspace: OnceLock<Arc<Workspace>>,
+    /// Why there is no workspace (the model could not be loaded), with what to do about it:
+    /// every request that needs one answers with it.
+    not_ready: OnceLock<String>,
     settings: Mutex<Settings>,
     supports_progress: std::sync::atomic::AtomicBool,
     shutdown_requested: std::sync::atomic::AtomicBool,
@@ -135,10 +138,11 @@ impl Backend {
     }
 
     fn workspace(&self) -> Result<Arc<Workspace>> {
-        self.state.workspace.get().cloned().ok_or_else(|| Error {
-            code: ErrorCode::ServerError(-32002),
-            message: "raggrep is not ready: the embedding model is not loaded (see the log)".into(),
-            data: None,
+        self.state.workspace.get().cloned().ok_or_else(|| {
+            // The cause and its fix, as the command line would say them: the editor shows this
+            // line, and a log the user may never open is not where the fix should be.
+            let why = self.state.not_ready.get().map_or("the embedding model is not loaded yet", String::as_str);
+            Error { code: ErrorCode::ServerError(-32002), message: format!("raggrep is not ready: {why}"), data: None }
         })
     }
 
@@ -364,11 +368,16 @@ impl LanguageServer for Backend {
                 let _ = self.state.workspace.set(workspace);
             }
             Ok(Err(err)) => {
-                let message = format!("raggrep cannot load its embedding model: {err}");
+                let why = format!("cannot load the embedding model: {}", crate::wire::one_line(&err));
+                let _ = self.state.not_ready.set(why.clone());
+                let message = format!("raggrep {why}");
                 tracing::error!("{message}");
                 self.client.show_message(MessageType::ERROR, message).await;
             }
-            Err(err) => tracing::error!("model loading panicked: {err}"),
+            Err(err) => {
+                let _ = self.state.not_ready.set(format!("loading the embedding model failed ({err}); see the log"));
+                tracing::error!("model loading panicked: {err}");
+            }
         }
         Ok(InitializeResult {
             capabilities: ServerCapabilities {

@@ -193,6 +193,9 @@ local function check_clients()
       for _, line in ipairs(vim.split(raggrep.format_status(response.result), '\n')) do
         health.info('index ' .. line)
       end
+    elseif response and response.err and response.err.message then
+      -- The server's own line: the cause and what to do (a missing model names where it looked).
+      health.error(response.err.message)
     else
       health.warn('raggrep.status did not answer: ' .. vim.inspect(response and response.err or 'timeout'))
     end
