@@ -142,7 +142,11 @@ impl Backend {
             // The cause and its fix, as the command line would say them: the editor shows this
             // line, and a log the user may never open is not where the fix should be.
             let why = self.state.not_ready.get().map_or("the embedding model is not loaded yet", String::as_str);
-            Error { code: ErrorCode::ServerError(-32002), message: format!("raggrep is not ready: {why}"), data: None }
+            Error {
+                code: ErrorCode::ServerError(-32002),
+                message: format!("raggrep is not ready: {why}").into(),
+                data: None,
+            }
         })
     }
 
