@@ -268,6 +268,17 @@ const LANGUAGE_IDS: Record<string, string> = {
   c: 'c',
   cpp: 'cpp',
   markdown: 'markdown',
+  ruby: 'ruby',
+  php: 'php',
+  csharp: 'csharp',
+  kotlin: 'kotlin',
+  swift: 'swift',
+  scala: 'scala',
+  elixir: 'elixir',
+  lua: 'lua',
+  bash: 'shellscript',
+  zig: 'zig',
+  haskell: 'haskell',
 };
 
 /** VS Code's language id for a hit's `language`, or undefined (`text`, unknown). */
@@ -279,7 +290,13 @@ export function languageId(language: string | undefined): string | undefined {
 export function commentLine(language: string | undefined, text: string): string {
   switch (language) {
     case 'python':
+    case 'ruby':
+    case 'elixir':
+    case 'bash':
       return `# ${text}`;
+    case 'lua':
+    case 'haskell':
+      return `-- ${text}`;
     case 'markdown':
       return `<!-- ${text} -->`;
     case 'rust':
@@ -290,6 +307,12 @@ export function commentLine(language: string | undefined, text: string): string 
     case 'java':
     case 'c':
     case 'cpp':
+    case 'php':
+    case 'csharp':
+    case 'kotlin':
+    case 'swift':
+    case 'scala':
+    case 'zig':
       return `// ${text}`;
     default:
       return text;

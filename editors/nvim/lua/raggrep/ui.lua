@@ -51,7 +51,12 @@ M.team_buffers = {}
 local team_filetypes = {
   rust = 'rust', python = 'python', javascript = 'javascript', typescript = 'typescript',
   tsx = 'typescriptreact', go = 'go', java = 'java', c = 'c', cpp = 'cpp', markdown = 'markdown',
+  ruby = 'ruby', php = 'php', csharp = 'cs', kotlin = 'kotlin', swift = 'swift', scala = 'scala',
+  elixir = 'elixir', lua = 'lua', bash = 'sh', zig = 'zig', haskell = 'haskell',
 }
+
+--- A line comment's opening in each language that does not use `//`.
+local comment_leaders = { python = '#', ruby = '#', elixir = '#', bash = '#', lua = '--', haskell = '--' }
 
 --- Whether a result is a team index hit (a repository, and no file of this machine).
 function M.is_team_hit(r)
@@ -60,8 +65,8 @@ function M.is_team_hit(r)
 end
 
 local function comment(language, text)
-  if language == 'python' then
-    return '# ' .. text
+  if comment_leaders[language] then
+    return comment_leaders[language] .. ' ' .. text
   elseif language == 'markdown' then
     return '<!-- ' .. text .. ' -->'
   elseif team_filetypes[language] then

@@ -379,6 +379,13 @@ test('a team document: a header comment with repository, location and symbol, th
   assert.equal(languageId(undefined), undefined);
   assert.equal(commentLine('markdown', 'x'), '<!-- x -->');
   assert.equal(commentLine('go', 'x'), '// x');
+  // The languages chunked by syntax since issue 53 open with their own mode and comment.
+  assert.equal(languageId('ruby'), 'ruby');
+  assert.equal(languageId('bash'), 'shellscript');
+  assert.equal(languageId('csharp'), 'csharp');
+  assert.equal(commentLine('ruby', 'x'), '# x');
+  assert.equal(commentLine('haskell', 'x'), '-- x');
+  assert.equal(commentLine('kotlin', 'x'), '// x');
 });
 
 test('a team index that could not answer: the separator and one error row, no hit rows', () => {
