@@ -89,8 +89,29 @@ async def main(binary, fixture):
             check(f"legacy handshake ({client.protocol_version}): tools answer",
                   not result.is_error and client.server_info.name == "raggrep", text_of(result)[:200])
         await http_checks(binary, root)
+        await without_model_checks(binary, root)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+async def without_model_checks(binary, root):
+    """Without its model the server still starts, and every tool says why and what to do."""
+    global phase
+    phase = "no model"
+    params = StdioServerParameters(command=binary, args=["--model", "no-such-model-here", "mcp", root],
+                                   env={"RAGGREP_LOG": "error"})
+    async with Client(params, read_timeout_seconds=60) as client:
+        tools = {t.name for t in (await client.list_tools()).tools}
+        check("the server starts and lists its tools", tools == EXPECTED_TOOLS, repr(tools))
+        for tool, arguments in [("search", {"query": "validate a token"}), ("status", {}),
+                                ("find_symbol", {"name": "validate_token"}), ("outline", {"path": "src/auth.py"}),
+                                ("reindex", {})]:
+            result = await call(client, tool, arguments)
+            message = text_of(result)
+            check(f"{tool}: an error with the cause and the fix", result.is_error
+                  and message.startswith("raggrep is not ready: cannot load the embedding model")
+                  and "no-such-model-here" in message and "bootstrap" in message, message[:300])
+    phase = ""
 
 
 def start_http(binary, root, address="127.0.0.1:0"):

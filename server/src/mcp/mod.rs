@@ -71,39 +71,44 @@ pub fn run(options: Options) -> i32 {
         tracing::error!("{}: not a directory", root.display());
         return 2;
     }
-    let embedder = match Assets::locate(options.model.as_deref(), options.ort_dylib.as_deref())
+    let loaded = Assets::locate(options.model.as_deref(), options.ort_dylib.as_deref())
         .map_err(anyhow::Error::from)
-        .and_then(|assets| Ok(OnnxEmbedder::load(assets, Settings::default().embed_options())?))
-    {
-        Ok(embedder) => embedder,
+        .and_then(|assets| Ok(OnnxEmbedder::load(assets, Settings::default().embed_options())?));
+    // Without its model the server still starts: an agent's host often shows nothing of a server
+    // that exits, while every tool answering with the cause and its fix reaches the agent.
+    let workspace: Result<Arc<Workspace>, Arc<str>> = match loaded {
+        Ok(embedder) => {
+            let workspace = Workspace::new(Arc::new(embedder), Settings::default(), Arc::new(LogEvents));
+            workspace.set_door(crate::audit::Door::Mcp);
+            for root in &roots {
+                // The agent's host named these roots: index them unless the project said "never".
+                let index = crate::index::IndexLocation::new(root, None)
+                    .map(|location| ProjectConfig::load(&location).enabled != Some(false))
+                    .unwrap_or(true);
+                if let Err(err) = workspace.add_root(root, index) {
+                    tracing::error!("cannot open {}: {err}", root.display());
+                    workspace.shutdown();
+                    return 2;
+                }
+                if !index {
+                    tracing::warn!("{}: indexing is turned off in .raggrep/config.toml", root.display());
+                }
+            }
+            Ok(workspace)
+        }
         Err(err) => {
-            tracing::error!("cannot load the embedding model: {err:#}");
-            return 2;
+            let why = format!("cannot load the embedding model: {}", wire::one_line(&err));
+            tracing::error!("{why} (every tool answers with this until the server is restarted)");
+            Err(why.into())
         }
     };
-    let workspace = Workspace::new(Arc::new(embedder), Settings::default(), Arc::new(LogEvents));
-    workspace.set_door(crate::audit::Door::Mcp);
-    for root in &roots {
-        // The agent's host named these roots: index them unless the project said "never".
-        let index = crate::index::IndexLocation::new(root, None)
-            .map(|location| ProjectConfig::load(&location).enabled != Some(false))
-            .unwrap_or(true);
-        if let Err(err) = workspace.add_root(root, index) {
-            tracing::error!("cannot open {}: {err}", root.display());
-            workspace.shutdown();
-            return 2;
-        }
-        if !index {
-            tracing::warn!("{}: indexing is turned off in .raggrep/config.toml", root.display());
-        }
-    }
-    let watcher = match crate::watch::start(&workspace, &workspace.roots()) {
+    let watcher = workspace.as_ref().ok().and_then(|workspace| match crate::watch::start(workspace, &workspace.roots()) {
         Ok(watcher) => Some(watcher),
         Err(err) => {
             tracing::warn!("cannot watch the roots ({err}): files changed on disk are picked up only by reindex");
             None
         }
-    };
+    });
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(rt) => rt,
         Err(err) => {
@@ -113,7 +118,7 @@ pub fn run(options: Options) -> i32 {
     };
     let store_model =
         Arc::new(crate::vectordb::StoreModel::new(options.model.as_deref(), options.ort_dylib.as_deref()));
-    let server = RaggrepMcp::new(Arc::clone(&workspace), store_model);
+    let server = RaggrepMcp::new(workspace.clone(), store_model);
     let served = match options.http {
         None => runtime.block_on(async move {
             let service = server.serve((tokio::io::stdin(), protocol_out)).await?;
@@ -133,7 +138,9 @@ pub fn run(options: Options) -> i32 {
         }),
     };
     drop(watcher);
-    workspace.shutdown();
+    if let Ok(workspace) = &workspace {
+        workspace.shutdown();
+    }
     // Reading stdin occupies a blocking thread that never returns on its own.
     runtime.shutdown_background();
     match served {
@@ -509,7 +516,8 @@ fn vector_db(
 /// The MCP server: tools over one live workspace.
 #[derive(Clone)]
 pub struct RaggrepMcp {
-    workspace: Arc<Workspace>,
+    /// The workspace, or why there is none (the model could not be loaded), with its fix.
+    workspace: Result<Arc<Workspace>, Arc<str>>,
     /// The `vector_db` tool's model (all-MiniLM-L6-v2 itself unless one was named), shared by
     /// every session and loaded on the tool's first use.
     store_model: Arc<crate::vectordb::StoreModel>,
@@ -591,8 +599,16 @@ fn budgeted_hits(
 
 #[tool_router]
 impl RaggrepMcp {
-    pub fn new(workspace: Arc<Workspace>, store_model: Arc<crate::vectordb::StoreModel>) -> RaggrepMcp {
+    pub fn new(
+        workspace: Result<Arc<Workspace>, Arc<str>>,
+        store_model: Arc<crate::vectordb::StoreModel>,
+    ) -> RaggrepMcp {
         RaggrepMcp { workspace, store_model, tool_router: Self::tool_router() }
+    }
+
+    /// The workspace, or the tool error every call gets without one.
+    fn ready(&self) -> Result<&Arc<Workspace>, String> {
+        self.workspace.as_ref().map_err(|why| format!("raggrep is not ready: {why}"))
     }
 
     /// Runs engine work off the executor; a panic becomes a tool error.
@@ -600,7 +616,7 @@ impl RaggrepMcp {
         &self,
         work: impl FnOnce(&Workspace) -> Result<T, String> + Send + 'static,
     ) -> Result<T, String> {
-        let workspace = Arc::clone(&self.workspace);
+        let workspace = Arc::clone(self.ready()?);
         match tokio::task::spawn_blocking(move || work(workspace.as_ref())).await {
             Ok(result) => result,
             Err(join) => {
@@ -610,8 +626,8 @@ impl RaggrepMcp {
         }
     }
 
-    fn roots(&self) -> Vec<PathBuf> {
-        self.workspace.roots()
+    fn roots(&self) -> Result<Vec<PathBuf>, String> {
+        Ok(self.ready()?.roots())
     }
 
     #[tool(
@@ -634,7 +650,7 @@ impl RaggrepMcp {
                 format!("unknown language {l:?}: use rust, python, javascript, typescript, tsx, go, java, c, cpp, ruby, php, csharp, kotlin, swift, scala, elixir, lua, bash, zig, haskell, markdown or text")
             })?),
         };
-        let path_glob = args.path.as_deref().map(|g| confine::check_glob(&self.roots(), g)).transpose()?;
+        let path_glob = args.path.as_deref().map(|g| confine::check_glob(&self.roots()?, g)).transpose()?;
         let mode = match args.mode {
             SearchMode::Hybrid => Mode::Hybrid,
             SearchMode::Dense => Mode::Dense,
@@ -714,7 +730,7 @@ impl RaggrepMcp {
                         "invalid line range {start}-{end}: lines are 1-based and end_line >= start_line"
                     ));
                 }
-                let file = confine::resolve_file(&self.roots(), &path)?;
+                let file = confine::resolve_file(&self.roots()?, &path)?;
                 self.blocking(move |ws| {
                     let (hits, (from, to)) =
                         ws.find_similar(&file.absolute, start, end, k).map_err(|e| e.to_string())?;
@@ -756,7 +772,7 @@ impl RaggrepMcp {
     )]
     async fn outline(&self, Parameters(args): Parameters<OutlineArgs>) -> Result<CallToolResult, ErrorData> {
         let result = async {
-            let file = confine::resolve_file(&self.roots(), &args.path)?;
+            let file = confine::resolve_file(&self.roots()?, &args.path)?;
             self.blocking(move |ws| {
                 // The index's size limit holds here too: nothing is sized from input.
                 let limit = ws.settings().max_file_size;
@@ -828,7 +844,7 @@ impl RaggrepMcp {
     }
 
     #[tool(
-        description = "A persistent vector store (key/value rows with an embedding of their text, in SQLite; one database per workspace, in .raggrep/ unless set_database chose another). One tool, {\"action\": ..., ...}: store (embedding_text, value) -> {key, updated}; retrieve (key) -> {key, found, value, embedding_text}; delete (key) -> {key, deleted, warning?}; list (limit? default 50, offset? default 0) -> {rows: [{key, embedding_text, value, embedding}], total}; search (query, topK? default 5) -> {results: [{key, embedding_text, value, score}]} with score the cosine distance, lower is closer, sorted; import_file (filepath, inside the workspace) stores the file's text with its path as value; set_database (filename) switches the database file and remembers it."
+        description = "A persistent vector store (key/value rows with an embedding of their text, in SQLite; one database per workspace, in .raggrep/ unless set_database chose another). One tool, {\"action\": ..., ...}: store (embedding_text, value) -> {key, updated}; retrieve (key) -> {key, found, value, embedding_text}; delete (key) -> {key, deleted, warning?}; list (limit? default 50, offset? default 0) -> the array [{key, embedding_text, value, embedding}] (structured content: {rows, total, limit, offset}); search (query, topK? default 5) -> the array [{key, embedding_text, value, score}] with score the cosine distance, lower is closer, sorted (structured content: {query, results, took_ms}); import_file (filepath, inside the workspace) stores the file's text with its path as value; set_database (filename) switches the database file and remembers it."
     )]
     async fn vector_db(&self, Parameters(args): Parameters<VectorDbArgs>) -> Result<CallToolResult, ErrorData> {
         let store_model = Arc::clone(&self.store_model);
@@ -839,8 +855,12 @@ impl RaggrepMcp {
         description = "Queue a full update of the index of every root (files changed on disk are picked up automatically; use this after changing ignore files or if status shows an error). Returns at once; status shows progress."
     )]
     async fn reindex(&self) -> Result<CallToolResult, ErrorData> {
-        self.workspace.reindex();
-        Ok(success(wire::Queued { queued: self.workspace.roots().len() }))
+        let workspace = match self.ready() {
+            Ok(workspace) => workspace,
+            Err(why) => return Ok(failure(why)),
+        };
+        workspace.reindex();
+        Ok(success(wire::Queued { queued: workspace.roots().len() }))
     }
 }
 
