@@ -102,13 +102,14 @@ pub fn run(options: Options) -> i32 {
             Err(why.into())
         }
     };
-    let watcher = workspace.as_ref().ok().and_then(|workspace| match crate::watch::start(workspace, &workspace.roots()) {
-        Ok(watcher) => Some(watcher),
-        Err(err) => {
-            tracing::warn!("cannot watch the roots ({err}): files changed on disk are picked up only by reindex");
-            None
-        }
-    });
+    let watcher =
+        workspace.as_ref().ok().and_then(|workspace| match crate::watch::start(workspace, &workspace.roots()) {
+            Ok(watcher) => Some(watcher),
+            Err(err) => {
+                tracing::warn!("cannot watch the roots ({err}): files changed on disk are picked up only by reindex");
+                None
+            }
+        });
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(rt) => rt,
         Err(err) => {
