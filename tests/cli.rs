@@ -262,7 +262,7 @@ fn rerank_resorts_the_best_candidates_with_the_reranker() {
     assert!(lines.iter().all(|l| l["reranked_by"] == "all-minilm-l6-v2-rerank-int8"), "{lines:?}");
     // Human output as without --rerank.
     let out = ws.ok(&["query", "--rerank", "-k", "1", "multiply two matrices"]);
-    assert!(String::from_utf8(out.stdout).unwrap().starts_with("lib/matrix.c:1-11  "));
+    assert!(String::from_utf8(out.stdout).unwrap().starts_with("lib/matrix.c:4  "));
 }
 
 /// A settings reader with its unit tests beside it, Rust style: the tests' names say what the
@@ -509,11 +509,11 @@ fn filters_and_zero_results() {
     let exact = ws.query(&["--mode", "dense", "--exact", "-k", "5", "token"]);
     let approx = ws.query(&["--mode", "dense", "-k", "5", "token"]);
     assert_eq!(hits(&exact), hits(&approx));
-    // Human output: path:start-end, score, symbol.
+    // Human output: path:line (the definition's), score, symbol, the lines to read.
     let out = ws.ok(&["query", "-k", "1", "multiply two matrices"]);
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.starts_with("lib/matrix.c:1-11  "), "{text}");
-    assert!(text.lines().next().unwrap().ends_with("matmul"), "{text}");
+    assert!(text.starts_with("lib/matrix.c:4  "), "{text}");
+    assert!(text.lines().next().unwrap().ends_with("matmul  (lines 1-11)"), "{text}");
 }
 
 #[test]
@@ -1785,7 +1785,7 @@ fn query_prints_as_grep_and_ripgrep_do() {
     // Headings (the default): -A lines after the definition line, -n numbered, -N not.
     let after = stdout(&["query", q, "-k", "1", "-A", "2", "-n"]);
     let lines: Vec<&str> = after.lines().collect();
-    assert!(lines[0].starts_with("src/auth.py:19-25  "), "{after}");
+    assert!(lines[0].starts_with("src/auth.py:19  ") && lines[0].ends_with("  (lines 19-25)"), "{after}");
     assert_eq!(
         &lines[1..4],
         [
@@ -1863,6 +1863,9 @@ fn a_hit_points_at_its_definition_line_not_its_imports() {
     assert_eq!((hit["start_line"].as_u64(), hit["line"].as_u64()), (Some(1), Some(5)), "{hit}");
     let vimgrep = String::from_utf8(ws.ok(&["query", "load_settings", "--vimgrep", "-k", "1"]).stdout).unwrap();
     assert_eq!(vimgrep, "settings.py:5:5:def load_settings(path):\n");
+    let human = String::from_utf8(ws.ok(&["query", "load_settings", "-k", "1"]).stdout).unwrap();
+    let heading = human.lines().next().unwrap_or_default();
+    assert!(heading.starts_with("settings.py:5  ") && heading.ends_with("load_settings  (lines 1-8)"), "{human}");
 }
 
 /// Issue 56: shell completions and the manual page come from the CLI's own definition.

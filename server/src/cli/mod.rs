@@ -266,7 +266,8 @@ struct PrintArgs {
     /// Colour: auto (on a terminal, unless NO_COLOR is set), always or never.
     #[arg(long, value_name = "WHEN", default_value = "auto", value_parser = ["auto", "always", "never"])]
     color: String,
-    /// Each hit under its heading line `path:start-end  score  symbol` (the default).
+    /// Each hit under its heading line `path:line  score  symbol  (lines start-end)`, the line
+    /// being its definition's own (the default).
     #[arg(long, overrides_with = "no_heading")]
     heading: bool,
     /// `path:` (and `line:` with -n) before every line shown, as grep prints, no heading lines.

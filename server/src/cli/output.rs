@@ -36,8 +36,8 @@ impl Seen {
 #[derive(Debug, Clone)]
 pub struct HitFormat {
     pub mode: HitMode,
-    /// Each hit under a heading line (`path:start-end  score  symbol`); off: `path:` before
-    /// every line, as grep prints.
+    /// Each hit under a heading line (`path:line  score  symbol  (lines start-end)`, the line
+    /// being the definition's own); off: `path:` before every line, as grep prints.
     pub heading: bool,
     /// Line numbers before the lines shown (`12:` in the hit, `14-` around it).
     pub line_numbers: bool,
@@ -147,11 +147,14 @@ pub fn print_hits(
                 if format.heading {
                     writeln!(
                         out,
-                        "{}:{}  {}  {}",
+                        "{}:{}  {}  {}  {}",
                         style.paint("35", &path),
-                        style.paint("32", &format!("{}-{}", hit.start_line, hit.end_line)),
+                        // `path:line` at the definition (what terminals and editors open), then
+                        // the lines the hit spans, to read.
+                        style.paint("32", &hit.line.max(hit.start_line).to_string()),
                         style.paint("2", &format!("{:.3}", hit.score)),
                         style.paint("1", hit.symbol.as_deref().unwrap_or(hit.kind.name())),
+                        style.paint("2", &format!("(lines {}-{})", hit.start_line, hit.end_line)),
                     )?;
                 } else if context && i > 0 {
                     writeln!(out, "--")?;
