@@ -388,11 +388,11 @@ if start_helix project .git src/auth.py && indexed; then
   # :sh runs the CLI on the index the server keeps; Helix shows its output in a popup.
   keys -l ":sh raggrep query \"'where do we validate tokens'\""
   keys Enter
-  popup='^ +src/auth\.py:19-25 +[0-9.]+ +validate_token'
+  popup='^ +src/auth\.py:19 +[0-9.]+ +validate_token'
   if wait_for "$popup"; then
-    ok ":sh raggrep query shows the CLI's answer (src/auth.py:19-25 validate_token)"
+    ok ":sh raggrep query shows the CLI's answer (src/auth.py:19 validate_token)"
   else
-    not_ok ":sh raggrep query did not show src/auth.py:19-25 validate_token"
+    not_ok ":sh raggrep query did not show src/auth.py:19 validate_token"
     show_failure
   fi
   close "$popup"
