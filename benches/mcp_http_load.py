@@ -30,6 +30,10 @@ import time
 import anyio
 from mcp import Client
 
+# The SDK test's way of starting `raggrep mcp --http` and reading its address: one copy.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "mcp"))
+from test_sdk import Warnings, start_http  # noqa: E402
+
 QUERIES = [
     "check whether an API token is still valid",
     "retry an HTTP request with backoff",
@@ -55,15 +59,6 @@ def check(name, condition, detail=""):
     else:
         failed += 1
         print(f"FAIL {name} {detail}".rstrip())
-
-
-class Warnings(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.WARNING)
-        self.messages = []
-
-    def emit(self, record):
-        self.messages.append(record.getMessage())
 
 
 def pct(values, f):
@@ -93,21 +88,6 @@ def cpu_flags():
     except OSError:
         pass
     return "unknown"
-
-
-def start_server(binary, tree):
-    server = subprocess.Popen([binary, "mcp", "--http", "127.0.0.1:0", tree], stdin=subprocess.DEVNULL,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                              env={**os.environ, "RAGGREP_LOG": "warn"})
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        line = server.stderr.readline()
-        if not line:
-            break
-        if "serving http://" in line:
-            return server, line.strip().split("serving ", 1)[1]
-    server.kill()
-    raise SystemExit(f"raggrep mcp --http did not start: {server.stderr.read()[:500]}")
 
 
 async def wait_indexed(url, concurrency):
@@ -190,7 +170,7 @@ def main():
 
     warnings = Warnings()
     logging.getLogger("mcp").addHandler(warnings)
-    server, url = start_server(args.binary, os.path.realpath(args.tree))
+    server, url = start_http(args.binary, os.path.realpath(args.tree))
     try:
         root = anyio.run(wait_indexed, url, min(args.clients, len(QUERIES)))
         time.sleep(1)

@@ -16,8 +16,6 @@ if [[ -z "$bin" ]]; then
   bin="$repo/target/release/raggrep"
   [[ -x "$bin" ]] || bin="$repo/target/debug/raggrep"
 fi
-MCP_SDK_VERSION=2.3.0
-venv="${RAGGREP_HOME:-$HOME/.cache/raggrep}/tools/mcp-venv"
 
 tree=""
 args=()
@@ -32,10 +30,7 @@ if [[ ! -x "$bin" ]]; then
   echo "0 passed, 1 failed"
   exit 1
 fi
-if ! "$venv/bin/python" -c "import mcp, importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$MCP_SDK_VERSION')" 2>/dev/null; then
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet "mcp==$MCP_SDK_VERSION"
-fi
+python="$(bash "$repo/tests/mcp/sdk_python.sh")"
 work=""
 trap '[[ -n "$work" ]] && rm -rf "$work"' EXIT
 if [[ -z "$tree" ]]; then
@@ -43,4 +38,4 @@ if [[ -z "$tree" ]]; then
   cp -r "$repo/tests/fixtures/polyglot" "$work/tree"
   tree="$work/tree"
 fi
-"$venv/bin/python" "$here/mcp_http_load.py" "$bin" "$tree" "${args[@]}"
+"$python" "$here/mcp_http_load.py" "$bin" "$tree" "${args[@]}"

@@ -56,11 +56,7 @@ bench() { cargo bench --locked --bench "$@" 2>/dev/null; }
 ensure_indexed() { [[ -f $tree/.raggrep/CURRENT ]] || "$bin" index "$tree" >&2; }
 # The official MCP Python SDK, in the venv tests/mcp/run.sh uses.
 mcp_python() {
-  local venv="${RAGGREP_HOME:-$HOME/.cache/raggrep}/tools/mcp-venv"
-  if ! "$venv/bin/python" -c "import mcp" 2>/dev/null; then
-    python3 -m venv "$venv" && "$venv/bin/pip" install --quiet "mcp==2.3.0" >&2
-  fi
-  "$venv/bin/python" "$@"
+  "$(bash tests/mcp/sdk_python.sh)" "$@"
 }
 
 run_section() {
