@@ -458,6 +458,58 @@ fn settings_filters_folders_and_log_levels() {
     assert_eq!(client.shutdown_and_exit(), 0);
 }
 
+/// A workspace folder inside a project indexed at its top uses the project's index (issue 59):
+/// no index of its own, only its own files in every answer (paths relative to the folder), and
+/// its changes go into the project's index.
+#[test]
+fn a_folder_inside_an_indexed_project_uses_the_project_index() {
+    let (dir, alpha, _beta) = setup();
+    let cli = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_raggrep"))
+            .args(args)
+            .current_dir(&alpha)
+            .env("RAGGREP_CEILING_DIRS", dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<Value>(&out.stdout).unwrap_or(Value::Null)
+    };
+    cli(&["index"]);
+    let lib = alpha.join("lib");
+    let mut client = Client::start(env!("CARGO_BIN_EXE_raggrep"), &lib);
+    initialize(&mut client, &lib, json!({}));
+    client.wait_index_updated(&lib);
+    let status = client.command("raggrep.status", json!({}));
+    assert_eq!(status["root"], lib.display().to_string(), "{status}");
+    assert_eq!(status["index_root"], alpha.display().to_string(), "{status}");
+    assert_eq!(status["index_dir"], alpha.join(".raggrep").display().to_string(), "{status}");
+    assert_eq!(status["files"], 8, "the project's index, all of it kept: {status}");
+    assert!(!lib.join(".raggrep").exists(), "the folder got an index of its own");
+
+    let search = client.command("raggrep.search", json!({"query": "multiply two matrices", "k": 10}));
+    let paths = hit_paths(&search);
+    assert_eq!(paths.first().map(String::as_str), Some("matrix.c"), "{search}");
+    assert!(paths.iter().all(|p| lib.join(p).is_file()), "a hit outside the folder: {paths:?}");
+    let token = client.command("raggrep.search", json!({"query": "validate_token", "mode": "lexical", "k": 10}));
+    assert!(hit_paths(&token).iter().all(|p| lib.join(p).is_file()), "{token}");
+    let symbols_found = client.request("workspace/symbol", json!({"query": "check whether an API token is valid"}));
+    assert!(symbols(&symbols_found).iter().all(|(_, u)| u.starts_with(&uri(&lib))), "{symbols_found}");
+
+    // A file the folder gains goes into the project's index, under the folder's path there.
+    let refund = lib.join("refund.py");
+    fs::write(&refund, "def refund_quokka_order(order):\n    return -order.total\n").unwrap();
+    client.notify("workspace/didChangeWatchedFiles", json!({"changes": [{"uri": uri(&refund), "type": 1}]}));
+    client.wait_index_updated(&lib);
+    let found = client.command("raggrep.search", json!({"query": "refund_quokka_order", "mode": "lexical", "k": 1}));
+    assert_eq!(hit_paths(&found), ["refund.py"], "{found}");
+    assert_eq!(client.shutdown_and_exit(), 0);
+    assert!(!lib.join(".raggrep").exists(), "the folder got a log or config of its own");
+    let project = cli(&["status", "--json"]);
+    assert_eq!(project["files"], 9, "{project}");
+    let listed = cli(&["query", "refund_quokka_order", "--mode", "lexical", "--json", "-k", "1"]);
+    assert_eq!(listed["results"][0]["path"], "lib/refund.py", "{listed}");
+}
+
 /// `enabled: false` indexes nothing (and says why); `modelDir` chooses the model by name;
 /// `memoryBudgetMb` stops adding files and says so.
 #[test]

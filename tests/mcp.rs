@@ -142,6 +142,43 @@ fn mcp_serves_several_roots_or_the_current_directory() {
     here.close();
 }
 
+/// An agent started in a folder of a project indexed at its top (issue 59) gets the project's
+/// index kept to that folder: hits, symbols and outlines of the folder's files only, paths
+/// relative to the folder, no index of its own.
+#[test]
+fn mcp_in_a_folder_of_an_indexed_project_uses_the_project_index() {
+    let (dir, root) = polyglot();
+    let indexed = std::process::Command::new(env!("CARGO_BIN_EXE_raggrep"))
+        .arg("index")
+        .current_dir(&root)
+        .env("RAGGREP_CEILING_DIRS", dir.path())
+        .output()
+        .unwrap();
+    assert!(indexed.status.success(), "{}", String::from_utf8_lossy(&indexed.stderr));
+    let src = root.join("src").canonicalize().unwrap();
+    let mut session = Session::start_in(env!("CARGO_BIN_EXE_raggrep"), &[], Some(&src));
+    session.initialize();
+    let (_, hit) = wait_for_hit(&mut session, "validate_token", "auth.py:");
+    assert!(hit.get("root").is_none_or(|r| r.is_null()), "{hit}");
+    let status = session.structured("status", json!({}));
+    assert_eq!(status["index_root"], root.canonicalize().unwrap().display().to_string(), "{status}");
+    assert!(!src.join(".raggrep").exists(), "the folder got an index of its own");
+
+    // The rest of the project is not the agent's: not searched, not found, not outlined.
+    let elsewhere = session.structured("search", json!({ "query": "dedupeItems", "mode": "lexical", "k": 10 }));
+    let locations: Vec<&str> =
+        elsewhere["results"].as_array().unwrap().iter().filter_map(|h| h["location"].as_str()).collect();
+    assert!(locations.iter().all(|l| !l.contains("unique.js")), "{elsewhere}");
+    let symbol = session.structured("find_symbol", json!({ "name": "dedupeItems" }));
+    assert_eq!(symbol["definitions"].as_array().map(Vec::len), Some(0), "{symbol}");
+    let ours = session.structured("find_symbol", json!({ "name": "adler32" }));
+    assert!(ours["definitions"][0]["location"].as_str().is_some_and(|l| l.starts_with("checksum.rs:")), "{ours}");
+    let outside = root.join("lib/unique.js").canonicalize().unwrap();
+    let refused = session.call("outline", json!({ "path": outside.display().to_string() }));
+    assert_eq!(refused["isError"], true, "{refused}");
+    session.close();
+}
+
 /// `degraded` over MCP: a damaged lexical index is said in the answer until the server's own
 /// update has rebuilt it. The test holds the index's writer lock so that update waits (as it
 /// would behind a `raggrep index` in a terminal), which keeps the damaged state in place long

@@ -4,10 +4,9 @@
 //! `find_symbol`, the `ask` router).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use crate::chunk::{ChunkConfig, ChunkKind, Definition, outline};
-use crate::index::Snapshot;
+use crate::index::RootIndex;
 
 /// One definition found for a name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,10 +41,11 @@ fn normal(symbol: &str) -> String {
 
 /// The definitions named `name` (case-sensitive; the short name or the qualified one, `::` and
 /// `.` alike), in root and index order, pieces of one split definition merged into one.
-pub fn find_definitions(snapshots: &[(PathBuf, Arc<Snapshot>)], name: &str, max: usize) -> Found {
+pub fn find_definitions(snapshots: &[RootIndex], name: &str, max: usize) -> Found {
     let wanted = normal(name);
     let mut found = Found::default();
-    for (root, snapshot) in snapshots {
+    for view in snapshots {
+        let (root, snapshot) = (&view.root, &view.snapshot);
         // The entry the previous chunk went into, to merge pieces of one definition.
         let mut previous: Option<usize> = None;
         for index in 0..snapshot.chunk_count() {
@@ -53,13 +53,14 @@ pub fn find_definitions(snapshots: &[(PathBuf, Arc<Snapshot>)], name: &str, max:
             if chunk.symbol.is_empty() {
                 continue;
             }
+            let Some(path) = view.visible(chunk.path) else { continue };
             let symbol_path = chunk.symbol_path().unwrap_or_default();
             if chunk.symbol != name && normal(&symbol_path) != wanted {
                 continue;
             }
             if let Some(entry) = previous.and_then(|slot| found.definitions.get_mut(slot))
                 && entry.root == *root
-                && entry.path == chunk.path
+                && entry.path == path
                 && entry.symbol == symbol_path
                 && chunk.start_line <= entry.end_line + 1
             {
@@ -74,7 +75,7 @@ pub fn find_definitions(snapshots: &[(PathBuf, Arc<Snapshot>)], name: &str, max:
             previous = Some(found.definitions.len());
             found.definitions.push(FoundDefinition {
                 root: root.clone(),
-                path: chunk.path.to_string(),
+                path: path.to_string(),
                 symbol: symbol_path,
                 kind: chunk.kind,
                 start_line: chunk.start_line,
@@ -114,10 +115,11 @@ fn with_definition_lines(definitions: &mut [FoundDefinition]) {
 /// Members (methods of classes, impls, traits …) named `name` (or qualified `wanted`) inside
 /// the indexed files that hold container chunks or mention the name, from the files' syntax
 /// trees.
-fn members_named(snapshots: &[(PathBuf, Arc<Snapshot>)], name: &str, wanted: &str, max: usize) -> Found {
+fn members_named(snapshots: &[RootIndex], name: &str, wanted: &str, max: usize) -> Found {
     let mut found = Found::default();
     let short = wanted.rsplit('.').next().unwrap_or_default();
-    for (root, snapshot) in snapshots {
+    for view in snapshots {
+        let (root, snapshot) = (&view.root, &view.snapshot);
         let mut files: Vec<&str> = Vec::new();
         for index in 0..snapshot.chunk_count() {
             let Some(chunk) = snapshot.chunk(index) else { continue };
@@ -138,7 +140,8 @@ fn members_named(snapshots: &[(PathBuf, Arc<Snapshot>)], name: &str, wanted: &st
         }
         let mut seen = std::collections::HashSet::new();
         files.retain(|path| seen.insert(*path));
-        for path in files {
+        // Files outside the root (a folder inside an indexed project) are never read.
+        for path in files.into_iter().filter_map(|path| view.visible(path)) {
             for definition in file_outline(root, path) {
                 let qualified = normal(&definition.symbol);
                 let short = qualified.rsplit('.').next().unwrap_or_default();

@@ -76,6 +76,10 @@ pub struct WalkOptions {
     pub hidden: bool,
     /// When set, the walk stops early (what it found so far is returned).
     pub cancel: Option<Arc<AtomicBool>>,
+    /// Only this root-relative directory (`/`-separated) is walked: its ancestors are listed on
+    /// the way down, nothing else is entered (a workspace folder inside an indexed project
+    /// reads its own files only, with the project's ignore rules and globs).
+    pub within: Option<String>,
 }
 
 impl Default for WalkOptions {
@@ -86,6 +90,7 @@ impl Default for WalkOptions {
             include: Vec::new(),
             hidden: false,
             cancel: None,
+            within: None,
         }
     }
 }
@@ -206,6 +211,8 @@ fn walk_root(
     let links_out: Arc<Mutex<Vec<Skipped>>> = Arc::default();
     let links_out_filter = Arc::clone(&links_out);
     let roots_for_filter = all_roots.to_vec();
+    let within = options.within.clone().filter(|w| !w.is_empty());
+    let root_for_filter = root.to_path_buf();
     let walker = WalkBuilder::new(root)
         .hidden(!options.hidden)
         .git_ignore(true)
@@ -218,6 +225,12 @@ fn walk_root(
         .follow_links(true)
         .overrides(overrides)
         .filter_entry(move |entry| {
+            if let Some(within) = &within
+                && entry.depth() > 0
+                && !relative_path(entry.path(), &root_for_filter).is_some_and(|rel| on_the_way(within, &rel))
+            {
+                return false;
+            }
             if !entry.path_is_symlink() || entry.depth() == 0 {
                 return true;
             }
@@ -329,6 +342,18 @@ fn path_has_symlink_parent(path: &Path, root: &Path) -> bool {
 /// `root/a/b.rs` → `a/b.rs`, always with `/`. A name that is not UTF-8 keeps every byte:
 /// the invalid ones are written `\xNN` (lossy decoding would give two such files one name,
 /// and a name that opens nothing); [`resolve`] turns it back into the real path.
+/// Whether root-relative `path` is `within` (a root-relative directory), inside it, or one of
+/// its ancestors (which a walk down to it passes through).
+pub fn on_the_way(within: &str, path: &str) -> bool {
+    is_inside(within, path) || within.strip_prefix(path).is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// Whether root-relative `path` is directory `dir` itself or lies under it (`""`: the root,
+/// which holds everything).
+pub fn is_inside(dir: &str, path: &str) -> bool {
+    dir.is_empty() || path.strip_prefix(dir).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
 pub fn relative_path(path: &Path, root: &Path) -> Option<String> {
     let rel = path.strip_prefix(root).ok()?;
     let parts: Vec<String> = rel.components().map(|c| display_name(c.as_os_str())).collect();

@@ -912,6 +912,7 @@ mod tests {
         let status = StatusResponse::new(vec![RootStatus {
             index: Some(IndexStats { root: String::new(), ..stats() }),
             root: "/work/app".into(),
+            index_root: None,
             enabled: true,
             indexing: true,
             partial: true,
@@ -920,6 +921,19 @@ mod tests {
             reason: None,
         }]);
         insta::assert_json_snapshot!("status", status);
+        // A workspace folder inside an indexed project: the project's index, named.
+        let folder = StatusResponse::new(vec![RootStatus {
+            index: Some(IndexStats { root: String::new(), ..stats() }),
+            root: "/work/app/docs".into(),
+            index_root: Some("/work/app".into()),
+            enabled: true,
+            indexing: false,
+            partial: false,
+            last_error: None,
+            memory_level: crate::workspace::MemoryLevel::Ok,
+            reason: None,
+        }]);
+        insta::assert_json_snapshot!("status_of_a_folder_inside_a_project", folder.roots);
         insta::assert_json_snapshot!(
             "index_status_of_another_model",
             IndexStatus {

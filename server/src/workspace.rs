@@ -17,7 +17,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::audit;
 use crate::embed::{EmbedOptions, Embedder, ModelInfo, Vector};
-use crate::index::{self, IndexError, IndexLocation, IndexOptions, IndexStats, Progress, Snapshot, UpdateStats};
+use crate::index::{
+    self, IndexError, IndexLocation, IndexOptions, IndexStats, Progress, RootIndex, Snapshot, UpdateStats,
+};
 pub use crate::priority::IndexPriority;
 use crate::search::{self, Hit, Mode, Query, SearchError};
 use crate::walk::WalkOptions;
@@ -172,6 +174,38 @@ impl ProjectConfig {
     }
 }
 
+/// The index a workspace folder uses.
+#[derive(Debug, Clone)]
+pub struct FolderIndex {
+    /// The folder, canonical.
+    pub root: PathBuf,
+    /// Its own index, or the enclosing project's.
+    pub location: IndexLocation,
+    /// Where the folder lies in the index's tree (`""`: the index is the folder's own).
+    pub subtree: String,
+}
+
+impl FolderIndex {
+    /// The index a workspace folder (an editor's folder, an agent's root) uses, found as the
+    /// CLI finds it ([`index::discover`]): a folder inside a project indexed higher up uses that
+    /// project's index, seeing and updating only its own files (one index, not one per folder);
+    /// any other folder (a nested repository or a folder with an index of its own included)
+    /// has its own. A folder in a git work tree without an index gets its own: a server never
+    /// starts an index above the folder it was given.
+    pub fn of(folder: &Path) -> Result<FolderIndex, IndexError> {
+        let own = IndexLocation::new(folder, None)?;
+        if let Ok(found) = index::discover(&own.root, &index::Ceilings::from_env())
+            && found.found == index::Found::Index
+            && !found.subtree.is_empty()
+            && let Ok(location) = IndexLocation::new(&found.root, None)
+            && location.exists()
+        {
+            return Ok(FolderIndex { root: own.root, location, subtree: found.subtree });
+        }
+        Ok(FolderIndex { root: own.root.clone(), location: own, subtree: String::new() })
+    }
+}
+
 /// Files whose presence says "this directory is a project".
 const PROJECT_MARKERS: &[&str] = &[
     ".git",
@@ -223,6 +257,9 @@ pub struct RootStatus {
     #[serde(flatten)]
     pub index: Option<IndexStats>,
     pub root: String,
+    /// The project whose index the root uses, when the root is a folder inside it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index_root: Option<String>,
     pub enabled: bool,
     pub indexing: bool,
     pub partial: bool,
@@ -263,7 +300,12 @@ pub struct Context {
 }
 
 struct Root {
+    /// The folder as the doors know it: every path in and out is relative to it.
+    root: PathBuf,
+    /// Its index: its own, or the enclosing project's (see [`FolderIndex`]).
     location: IndexLocation,
+    /// Where `root` lies in the index's tree (`""`: its own index).
+    subtree: String,
     snapshot: RwLock<Option<Arc<Snapshot>>>,
     state: Mutex<RootState>,
     /// The published index holds text from editor buffers (restored from disk at shutdown).
@@ -279,6 +321,16 @@ impl Root {
         let why = other_model(&snapshot, model)?;
         let next = self.state.lock().ok()?.rebuild_outlook();
         Some(format!("{why}; {next}"))
+    }
+
+    /// How to update this root's index: the settings' options, kept to the root's files.
+    fn index_options(&self, settings: &Settings) -> IndexOptions {
+        IndexOptions { subtree: (!self.subtree.is_empty()).then(|| self.subtree.clone()), ..settings.index_options() }
+    }
+
+    fn view(&self) -> Option<RootIndex> {
+        let snapshot = self.snapshot.read().ok()?.clone()?;
+        Some(RootIndex { root: self.root.clone(), snapshot, subtree: self.subtree.clone() })
     }
 
     fn is_partial(&self) -> bool {
@@ -485,10 +537,11 @@ impl Workspace {
     /// Records an operation in the audit log of every root (`detail`: counts, never code).
     fn audit(&self, op: &str, started: Instant, detail: serde_json::Value) {
         let ms = started.elapsed().as_secs_f64() * 1000.0;
-        for root in self.roots() {
-            if let Some(root) = self.root(&root) {
-                audit::record(&root.location.dir, self.door.get(), op, ms, detail.clone());
-            }
+        let Ok(roots) = self.roots.read() else { return };
+        let mut dirs: Vec<&Path> = roots.iter().map(|r| r.location.dir.as_path()).collect();
+        dirs.dedup();
+        for dir in dirs {
+            audit::record(dir, self.door.get(), op, ms, detail.clone());
         }
     }
 
@@ -496,7 +549,7 @@ impl Workspace {
     /// use its words only. Said as status says it ([`Root::other_model`]).
     fn log_other_model(&self, root: &Root) {
         if let Some(why) = root.other_model(self.embedder.info()) {
-            tracing::warn!(root = %root.location.root.display(), "{BY_WORDS_ONLY}: {why}");
+            tracing::warn!(root = %root.root.display(), "{BY_WORDS_ONLY}: {why}");
         }
     }
 
@@ -527,9 +580,13 @@ impl Workspace {
 
     /// Adds a root: opens its existing index at once (memory-mapped) and, if `index` is true,
     /// queues a background update to reconcile it with the disk (or build it).
+    ///
+    /// A folder inside a project indexed higher up uses the project's index ([`FolderIndex`]):
+    /// it is searched and updated for the folder's files only. It is not rebuilt from here: if
+    /// another model built it, the folder is searched by words and not indexed.
     pub fn add_root(&self, path: &Path, index: bool) -> Result<(), IndexError> {
-        let location = IndexLocation::new(path, None)?;
-        if self.roots.read().map(|r| r.iter().any(|x| x.location.root == location.root)).unwrap_or(false) {
+        let FolderIndex { root: folder, location, subtree } = FolderIndex::of(path)?;
+        if self.roots.read().map(|r| r.iter().any(|x| x.root == folder)).unwrap_or(false) {
             return Ok(());
         }
         let snapshot = match Snapshot::open(&location) {
@@ -540,15 +597,32 @@ impl Workspace {
                 None
             }
         };
+        // Rebuilding a project's index for another model from one of its folders would drop the
+        // rest of the project from it.
+        let not_ours = (!subtree.is_empty())
+            .then(|| snapshot.as_deref().and_then(|s| other_model(s, self.embedder.info())))
+            .flatten()
+            .map(|why| {
+                format!(
+                    "it uses the index of {} and {why}: rebuild it there (`raggrep index` in {0})",
+                    location.root.display()
+                )
+            });
+        let index = index && not_ours.is_none();
+        if !subtree.is_empty() {
+            tracing::info!(folder = %folder.display(), "uses the index of {}", location.root.display());
+        }
         let root = Arc::new(Root {
-            location: location.clone(),
+            root: folder.clone(),
+            location,
+            subtree,
             snapshot: RwLock::new(snapshot),
             state: Mutex::new(RootState {
                 enabled: index,
                 // From now, not from when the queued update starts: until it has compared the
                 // index opened above with the disk, answers may miss what changed meanwhile.
                 indexing: index,
-                reason: (!index).then(|| TURNED_OFF.to_string()),
+                reason: not_ours.or_else(|| (!index).then(|| TURNED_OFF.to_string())),
                 ..RootState::default()
             }),
             indexed_buffers: AtomicBool::new(false),
@@ -558,7 +632,7 @@ impl Workspace {
             roots.push(root);
         }
         if index {
-            self.schedule(&location.root);
+            self.schedule(&folder);
         }
         Ok(())
     }
@@ -566,26 +640,31 @@ impl Workspace {
     pub fn remove_root(&self, path: &Path) {
         let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
         if let Ok(mut roots) = self.roots.write() {
-            roots.retain(|r| r.location.root != path);
+            roots.retain(|r| r.root != path);
         }
     }
 
     /// Root directories, in order.
     pub fn roots(&self) -> Vec<PathBuf> {
-        self.roots.read().map(|r| r.iter().map(|x| x.location.root.clone()).collect()).unwrap_or_default()
+        self.roots.read().map(|r| r.iter().map(|x| x.root.clone()).collect()).unwrap_or_default()
     }
 
-    /// Turns indexing of a root on or off (and remembers it in `.raggrep/config.toml`).
+    /// Turns indexing of a root on or off (and remembers it in `.raggrep/config.toml`, unless the
+    /// root is a folder inside an indexed project).
     pub fn set_enabled(&self, root: &Path, enabled: bool) -> Result<(), IndexError> {
         let Some(root) = self.root(root) else { return Ok(()) };
-        ProjectConfig { enabled: Some(enabled), ..ProjectConfig::load(&root.location) }.save(&root.location)?;
+        // A folder inside an indexed project shares the project's config: turning the folder
+        // off must not turn the project off for every other door, so it is not remembered.
+        if root.subtree.is_empty() {
+            ProjectConfig { enabled: Some(enabled), ..ProjectConfig::load(&root.location) }.save(&root.location)?;
+        }
         audit::record(&root.location.dir, self.door.get(), "toggle", 0.0, serde_json::json!({ "enabled": enabled }));
         if let Ok(mut state) = root.state.lock() {
             state.enabled = enabled;
             state.reason = (!enabled).then(|| TURNED_OFF.to_string());
         }
         if enabled {
-            self.schedule(&root.location.root);
+            self.schedule(&root.root);
         }
         Ok(())
     }
@@ -596,19 +675,16 @@ impl Workspace {
 
     fn root(&self, path: &Path) -> Option<Arc<Root>> {
         let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-        self.roots.read().ok()?.iter().find(|r| r.location.root == path).cloned()
+        self.roots.read().ok()?.iter().find(|r| r.root == path).cloned()
     }
 
     /// The root containing `path` and the path relative to it (deepest root wins).
     pub fn locate(&self, path: &Path) -> Option<(PathBuf, String)> {
         let path = canonical_or_parent(path);
         let roots = self.roots.read().ok()?;
-        let root = roots
-            .iter()
-            .filter(|r| path.starts_with(&r.location.root))
-            .max_by_key(|r| r.location.root.as_os_str().len())?;
-        let rel = crate::walk::relative_path(&path, &root.location.root)?;
-        Some((root.location.root.clone(), rel))
+        let root = roots.iter().filter(|r| path.starts_with(&r.root)).max_by_key(|r| r.root.as_os_str().len())?;
+        let rel = crate::walk::relative_path(&path, &root.root)?;
+        Some((root.root.clone(), rel))
     }
 
     /// Queues an update of the root containing `path` (or of `path` if it is a root).
@@ -679,7 +755,7 @@ impl Workspace {
     ) -> Result<Found, SearchError> {
         let snapshots = self.snapshots();
         // `k` comes from the client: no more than every chunk there is.
-        let total: usize = snapshots.iter().map(|(_, s)| s.chunk_count()).sum();
+        let total: usize = snapshots.iter().map(|v| v.snapshot.chunk_count()).sum();
         let query = &Query { k: query.k.min(total), ..query.clone() };
         if query.k == 0 {
             return Ok(Found::default());
@@ -724,11 +800,14 @@ impl Workspace {
         let mut by_words: Vec<Vec<RootHit>> = Vec::new();
         let mut confidence: Option<search::Confidence> = None;
         let mut reranked = false;
-        let words_only = Query { mode: Mode::Lexical, rerank: false, ..query.clone() };
-        for (root, snapshot) in snapshots {
+        for view in &snapshots {
+            let RootIndex { root, snapshot, subtree } = view;
+            let scoped = within(query, subtree);
+            let query: &Query = &scoped;
+            let words_only = Query { mode: Mode::Lexical, rerank: false, ..query.clone() };
             let excluded = |c: &index::ChunkRef<'_>| match exclude {
                 Some((r, path, start, end)) => {
-                    r == root && c.path == path && c.start_line <= end && start <= c.end_line
+                    r == root && view.visible(c.path) == Some(path) && c.start_line <= end && start <= c.end_line
                 }
                 None => false,
             };
@@ -748,14 +827,18 @@ impl Workspace {
             // Each root reranks its own best candidates: reranked scores are learned scores
             // too, absolute, so they merge by score below.
             let results = search::search_with(
-                &snapshot,
+                snapshot,
                 vector,
                 reranker,
                 query,
                 exclude.is_some().then_some(exclude_fn),
                 Instant::now(),
             )?;
-            let hits = results.results.into_iter().map(|hit| RootHit { root: root.clone(), hit });
+            // The query's glob kept hits inside the root; their paths are the root's.
+            let hits = results.results.into_iter().filter_map(|mut hit| {
+                hit.path = view.visible(&hit.path)?.to_string();
+                Some(RootHit { root: root.clone(), hit })
+            });
             if ranked_apart {
                 by_words.push(hits.collect());
                 continue;
@@ -800,7 +883,7 @@ impl Workspace {
     fn root_by_root(&self, why: impl Fn(&Root) -> Option<String>) -> Option<String> {
         let Ok(roots) = self.roots.read() else { return None };
         let reasons: Vec<String> =
-            roots.iter().filter_map(|root| Some(format!("{}: {}", root.location.root.display(), why(root)?))).collect();
+            roots.iter().filter_map(|root| Some(format!("{}: {}", root.root.display(), why(root)?))).collect();
         (!reasons.is_empty()).then(|| reasons.join("; "))
     }
 
@@ -827,9 +910,12 @@ impl Workspace {
         };
         let mut vectors: Vec<Vector> = Vec::new();
         let mut span = (start, end);
-        if let Some(snapshot) = self.snapshot(&root) {
-            let overlapping: Vec<_> =
-                snapshot.chunks_of(&rel).into_iter().filter(|c| c.start_line <= end && start <= c.end_line).collect();
+        if let Some(RootIndex { snapshot, subtree, .. }) = self.view(&root) {
+            let overlapping: Vec<_> = snapshot
+                .chunks_of(&index::in_index(&subtree, &rel))
+                .into_iter()
+                .filter(|c| c.start_line <= end && start <= c.end_line)
+                .collect();
             // Exclude everything the source chunks cover, not just the selected lines.
             if let (Some(first), Some(last)) = (overlapping.first(), overlapping.last()) {
                 span = (span.0.min(first.start_line), span.1.max(last.end_line));
@@ -862,9 +948,9 @@ impl Workspace {
     /// Lines (1-based, inclusive) of the smallest indexed unit containing `line` of `path`.
     pub fn enclosing_chunk(&self, path: &Path, rel: &str, line: u32) -> Option<(u32, u32)> {
         let (root, _) = self.locate(path)?;
-        let snapshot = self.snapshot(&root)?;
-        snapshot
-            .chunks_of(rel)
+        let view = self.view(&root)?;
+        view.snapshot
+            .chunks_of(&view.in_index(rel))
             .into_iter()
             .filter(|c| c.start_line <= line && line <= c.end_line)
             .min_by_key(|c| c.end_line - c.start_line)
@@ -901,18 +987,35 @@ impl Workspace {
     /// Whether the published index of the root holding `path` has it as an indexed file.
     pub fn indexes(&self, path: &Path) -> bool {
         let Some((root, rel)) = self.locate(path) else { return false };
-        self.snapshot(&root).is_some_and(|s| s.has_file(&rel))
+        self.view(&root).is_some_and(|v| v.snapshot.has_file(&v.in_index(&rel)))
     }
 
-    /// The latest published snapshot of a root (front doors reading chunks directly).
-    pub fn snapshot(&self, root: &Path) -> Option<Arc<Snapshot>> {
-        self.root(root)?.snapshot.read().ok()?.clone()
+    /// Whether the file behind a hit changed since it was indexed: the chunk's bytes on disk no
+    /// longer hash to what the index holds (or the file is gone).
+    pub fn is_stale(&self, hit: &RootHit) -> bool {
+        let Some(view) = self.view(&hit.root) else { return false };
+        let chunks = view.snapshot.chunks_of(&view.in_index(&hit.hit.path));
+        // Look the chunk up by position, not index: a newer snapshot may have been swapped in.
+        let Some(chunk) = chunks.iter().find(|c| c.start_line == hit.hit.start_line && c.end_line == hit.hit.end_line)
+        else {
+            return true;
+        };
+        let Ok(bytes) = std::fs::read(crate::walk::resolve(&hit.root, &hit.hit.path)) else { return true };
+        match bytes.get(chunk.start_byte..chunk.end_byte) {
+            Some(body) => crate::content_hash(body) != chunk.hash,
+            None => true,
+        }
     }
 
-    /// The latest published snapshot of every root that has one, in root order.
-    pub fn snapshots(&self) -> Vec<(PathBuf, Arc<Snapshot>)> {
+    /// The latest published index of a root, as the root sees it.
+    fn view(&self, root: &Path) -> Option<RootIndex> {
+        self.root(root)?.view()
+    }
+
+    /// The latest published index of every root that has one, in root order.
+    pub fn snapshots(&self) -> Vec<RootIndex> {
         let Ok(roots) = self.roots.read() else { return Vec::new() };
-        roots.iter().filter_map(|r| Some((r.location.root.clone(), r.snapshot.read().ok()?.clone()?))).collect()
+        roots.iter().filter_map(|r| r.view()).collect()
     }
 
     pub fn status(&self) -> Vec<RootStatus> {
@@ -935,7 +1038,8 @@ impl Workspace {
                 RootStatus {
                     // The root is said once, by the status itself.
                     index: snapshot.as_ref().map(|s| IndexStats { root: String::new(), ..s.stats() }),
-                    root: root.location.root.display().to_string(),
+                    root: root.root.display().to_string(),
+                    index_root: (!root.subtree.is_empty()).then(|| root.location.root.display().to_string()),
                     enabled,
                     indexing,
                     partial: answers_are_partial(enabled, indexing, snapshot.as_deref().map(Snapshot::is_partial)),
@@ -964,10 +1068,10 @@ impl Workspace {
         self.overlays.clear();
         let roots = self.roots.read().map(|r| r.clone()).unwrap_or_default();
         for root in roots.iter().filter(|r| r.indexed_buffers.load(Ordering::Relaxed)) {
-            let options = IndexOptions { embed: false, ..self.settings().index_options() };
+            let options = IndexOptions { embed: false, ..root.index_options(&self.settings()) };
             match index::update(&root.location, self.embedder.as_ref(), &options, &mut |_| {}) {
                 Ok(_) => root.indexed_buffers.store(false, Ordering::Relaxed),
-                Err(err) => tracing::warn!(root = %root.location.root.display(), "restoring the disk version: {err}"),
+                Err(err) => tracing::warn!(root = %root.root.display(), "restoring the disk version: {err}"),
             }
         }
     }
@@ -985,14 +1089,14 @@ impl Workspace {
         self.paused.wait(&self.cancel);
         let started = Instant::now();
         let settings = self.settings();
-        let mut options = settings.index_options();
+        let mut options = root.index_options(&settings);
         options.cancel = Some(Arc::clone(&self.cancel));
         if let Scope::Paths(paths) = scope {
-            options.only_paths = Some(paths);
+            options.only_paths = Some(paths.iter().map(|path| index::in_index(&root.subtree, path)).collect());
         }
         for overlay in self.overlays.iter() {
-            if let Some(rel) = crate::walk::relative_path(overlay.key(), &root.location.root) {
-                options.overlays.insert(rel, overlay.value().clone());
+            if let Some(rel) = crate::walk::relative_path(overlay.key(), &root.root) {
+                options.overlays.insert(index::in_index(&root.subtree, &rel), overlay.value().clone());
             }
         }
         if let Ok(mut state) = root.state.lock() {
@@ -1002,7 +1106,7 @@ impl Workspace {
             root.indexed_buffers.store(true, Ordering::Relaxed);
         }
         let events = Arc::clone(&self.events);
-        let root_path = root.location.root.clone();
+        let root_path = root.root.clone();
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             index::update(&root.location, self.embedder.as_ref(), &options, &mut |p| {
                 if let Progress::Chunked { .. } | Progress::Published { .. } | Progress::Followed = p {
@@ -1036,8 +1140,8 @@ impl Workspace {
         }
         let budget_full = matches!(&outcome, Ok(stats) if stats.skipped_files > 0)
             && self
-                .snapshot(&root_path)
-                .is_some_and(|s| s.skipped().iter().any(|(_, r)| r.starts_with("memory budget")));
+                .view(&root_path)
+                .is_some_and(|v| v.snapshot.skipped().iter().any(|(_, r)| r.starts_with("memory budget")));
         if let Ok(mut state) = root.state.lock() {
             state.indexing = false;
             state.last_error = outcome.as_ref().err().cloned();
@@ -1058,7 +1162,7 @@ impl Workspace {
     }
 
     fn check_memory(&self, budget_mb: u64) {
-        let chunks: u64 = self.snapshots().iter().map(|(_, s)| s.chunk_count() as u64).sum();
+        let chunks: u64 = self.snapshots().iter().map(|v| v.snapshot.chunk_count() as u64).sum();
         let used = chunks * BYTES_PER_CHUNK;
         let budget = budget_mb * 1_000_000;
         let used_mb = used.div_ceil(1_000_000);
@@ -1074,6 +1178,20 @@ impl Workspace {
             self.events.memory(level, used_mb, budget_mb);
         }
     }
+}
+
+/// `query` kept to a root's part of its index ([`RootIndex`]): the root's files, and inside
+/// them the query's own glob (relative to the root).
+fn within<'q>(query: &'q Query, subtree: &str) -> std::borrow::Cow<'q, Query> {
+    if subtree.is_empty() {
+        return std::borrow::Cow::Borrowed(query);
+    }
+    let dir = globset::escape(subtree);
+    let path_glob = match &query.path_glob {
+        Some(glob) => format!("{dir}/{}", glob.trim_start_matches('/')),
+        None => format!("{dir}/**"),
+    };
+    std::borrow::Cow::Owned(Query { path_glob: Some(path_glob), ..query.clone() })
 }
 
 /// `lists` merged by rank: the first of each, then the second of each, and so on (lists whose
@@ -1139,7 +1257,7 @@ fn worker(workspace: std::sync::Weak<Workspace>, jobs: Receiver<Job>) {
                         state.indexing = false;
                         state.last_error = Some(message.clone());
                     }
-                    workspace.events.failed(&root.location.root, &message);
+                    workspace.events.failed(&root.root, &message);
                 }
             }
         }
@@ -1333,5 +1451,42 @@ mod tests {
             Some(TeamSetting::Url("postgres://dev@db/code".into()))
         );
         assert!(parse(r#"{"team": 3}"#).is_err());
+    }
+
+    /// Which index a workspace folder uses: the enclosing project's when it has one (a nested
+    /// repository included), its own when it asked for one, and never one above it that does
+    /// not exist yet (a git work tree without an index).
+    #[test]
+    fn a_folder_uses_the_index_of_the_project_it_lies_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let make = |rel: &str| {
+            let path = dir.path().join(rel);
+            std::fs::create_dir_all(&path).unwrap();
+            path.canonicalize().unwrap()
+        };
+        let project = make("project");
+        std::fs::write(project.join("main.py"), "def main():\n    return 0\n").unwrap();
+        for sub in ["project/src/net", "project/vendor/lib/.git", "project/own/.raggrep", "repo/.git", "repo/sub"] {
+            make(sub);
+        }
+        let location = IndexLocation::new(&project, None).unwrap();
+        let embedder = crate::embed::FakeEmbedder::new(16);
+        index::update(
+            &location,
+            &embedder,
+            &IndexOptions { shared_cache: None, ..IndexOptions::default() },
+            &mut |_| {},
+        )
+        .unwrap();
+        let of = |rel: &str| {
+            let found = FolderIndex::of(&dir.path().join(rel)).unwrap();
+            (found.location.root, found.subtree)
+        };
+        assert_eq!(of("project"), (project.clone(), String::new()));
+        assert_eq!(of("project/src/net"), (project.clone(), "src/net".to_string()));
+        assert_eq!(of("project/vendor/lib"), (project.clone(), "vendor/lib".to_string()));
+        assert_eq!(of("project/own"), (project.join("own"), String::new()));
+        let repo = dir.path().join("repo").canonicalize().unwrap();
+        assert_eq!(of("repo/sub"), (repo.join("sub"), String::new()));
     }
 }

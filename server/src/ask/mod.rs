@@ -8,12 +8,11 @@ mod route;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 pub use route::{Route, route};
 
 use crate::chunk::{ChunkKind, estimate_tokens};
-use crate::index::Snapshot;
+use crate::index::RootIndex;
 use crate::lang::Language;
 use crate::symbols::{self, FoundDefinition};
 
@@ -120,7 +119,7 @@ pub struct ExactAnswer {
 
 /// Answers a structural route exactly from the roots' syntax trees and index symbols, or says
 /// why it cannot (no such file or symbol): the caller then falls back to retrieval.
-pub fn answer_exactly(route: &Route, roots: &[(PathBuf, Arc<Snapshot>)]) -> Result<ExactAnswer, String> {
+pub fn answer_exactly(route: &Route, roots: &[RootIndex]) -> Result<ExactAnswer, String> {
     match route {
         Route::Outline { path, kinds } => outline_answer(roots, path, kinds.as_deref()),
         Route::Definition { name } => definition_answer(roots, name),
@@ -131,13 +130,13 @@ pub fn answer_exactly(route: &Route, roots: &[(PathBuf, Arc<Snapshot>)]) -> Resu
 
 /// `src/db.rs` inside one of the roots, as (root, relative path, absolute path). Paths that
 /// leave the roots (`..`, absolute paths elsewhere, symlinks out) are not found.
-fn locate(roots: &[(PathBuf, Arc<Snapshot>)], path: &str) -> Option<(PathBuf, String, PathBuf)> {
+fn locate(roots: &[RootIndex], path: &str) -> Option<(PathBuf, String, PathBuf)> {
     let given = Path::new(path);
     if given.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
         return None;
     }
-    roots.iter().find_map(|(root, _)| {
-        let root = std::fs::canonicalize(root).ok()?;
+    roots.iter().find_map(|view| {
+        let root = std::fs::canonicalize(&view.root).ok()?;
         let absolute = std::fs::canonicalize(root.join(given)).ok()?;
         let relative = absolute.strip_prefix(&root).ok()?.to_str()?.replace('\\', "/");
         absolute.is_file().then_some((root, relative, absolute))
@@ -157,11 +156,7 @@ fn kinds_label(kinds: Option<&[ChunkKind]>) -> String {
     }
 }
 
-fn outline_answer(
-    roots: &[(PathBuf, Arc<Snapshot>)],
-    path: &str,
-    kinds: Option<&[ChunkKind]>,
-) -> Result<ExactAnswer, String> {
+fn outline_answer(roots: &[RootIndex], path: &str, kinds: Option<&[ChunkKind]>) -> Result<ExactAnswer, String> {
     let Some((_, relative, absolute)) = locate(roots, path) else {
         return Err(format!("no file {path} in the workspace"));
     };
@@ -209,7 +204,7 @@ fn list(answer: &mut String, source: &Source) {
     let _ = writeln!(answer, "  {}  {kind} {}", source.citation(), source.symbol.as_deref().unwrap_or_default());
 }
 
-fn definition_answer(roots: &[(PathBuf, Arc<Snapshot>)], name: &str) -> Result<ExactAnswer, String> {
+fn definition_answer(roots: &[RootIndex], name: &str) -> Result<ExactAnswer, String> {
     let found = symbols::find_definitions(roots, name, MAX_LISTED);
     if found.definitions.is_empty() {
         return Err(format!("no definition named `{name}` in the index"));
@@ -228,7 +223,7 @@ fn definition_answer(roots: &[(PathBuf, Arc<Snapshot>)], name: &str) -> Result<E
     Ok(ExactAnswer { text: answer, sources })
 }
 
-fn members_answer(roots: &[(PathBuf, Arc<Snapshot>)], name: &str) -> Result<ExactAnswer, String> {
+fn members_answer(roots: &[RootIndex], name: &str) -> Result<ExactAnswer, String> {
     let found = symbols::find_definitions(roots, name, MAX_LISTED);
     if found.definitions.is_empty() {
         return Err(format!("no definition named `{name}` in the index"));

@@ -68,7 +68,7 @@ pub fn run(args: AskArgs, model: Option<&str>, ort: Option<&Path>) -> Result<()>
     let route = ask::route(&question);
     let mut embedder: Option<OnnxEmbedder> = None;
     let snapshot = Arc::new(open_index(&location, &mut embedder, model, ort)?);
-    let roots = [(location.root.clone(), Arc::clone(&snapshot))];
+    let roots = [crate::index::RootIndex::whole(location.root.clone(), Arc::clone(&snapshot))];
     let mut fallback = None;
     if route != Route::Retrieval {
         match ask::answer_exactly(&route, &roots) {

@@ -170,6 +170,52 @@ pub struct IndexStats {
     pub updated_unix_ms: u64,
 }
 
+/// A root's published index as the root sees it. A workspace folder inside an indexed project
+/// uses the project's index, which holds the folder's files under `subtree` (and others the
+/// folder must not show); a root with an index of its own has an empty `subtree`.
+#[derive(Clone)]
+pub struct RootIndex {
+    /// The root, canonical: paths given to and returned by its users are relative to it.
+    pub root: PathBuf,
+    pub snapshot: std::sync::Arc<Snapshot>,
+    /// Where the root lies in the index's tree (`/`-separated; `""`: the index's own root).
+    pub subtree: String,
+}
+
+impl RootIndex {
+    /// A root with an index of its own.
+    pub fn whole(root: PathBuf, snapshot: std::sync::Arc<Snapshot>) -> RootIndex {
+        RootIndex { root, snapshot, subtree: String::new() }
+    }
+
+    /// An index path as the root sees it; `None` outside the root.
+    pub fn visible<'a>(&self, path: &'a str) -> Option<&'a str> {
+        visible_in(&self.subtree, path)
+    }
+
+    /// A root-relative path as the index holds it.
+    pub fn in_index(&self, path: &str) -> String {
+        in_index(&self.subtree, path)
+    }
+}
+
+/// Index path `path` relative to `subtree` (see [`RootIndex`]); `None` outside it.
+pub fn visible_in<'a>(subtree: &str, path: &'a str) -> Option<&'a str> {
+    if subtree.is_empty() {
+        return Some(path);
+    }
+    path.strip_prefix(subtree)?.strip_prefix('/')
+}
+
+/// `subtree`-relative `path` as the index holds it.
+pub fn in_index(subtree: &str, path: &str) -> String {
+    match (subtree.is_empty(), path.is_empty()) {
+        (true, _) => path.to_string(),
+        (false, true) => subtree.to_string(),
+        (false, false) => format!("{subtree}/{path}"),
+    }
+}
+
 /// A read-only, consistent view of one index.
 pub struct Snapshot {
     pub location: IndexLocation,

@@ -72,6 +72,12 @@ pub struct IndexOptions {
     /// walking the tree. Falls back to a full walk when that cannot be trusted (a path new to
     /// the index, a symlink, a first index, new chunking settings). `None`: walk everything.
     pub only_paths: Option<Vec<String>>,
+    /// The update's own part of the tree, a root-relative directory (a workspace folder inside
+    /// an indexed project): only it is walked and read; every other file keeps its entries from
+    /// the previous index as they are, unread. When the previous index cannot be kept (a first
+    /// index, new chunking settings, a lexical rebuild), files outside it are left out for an
+    /// update of the whole root. `None`: the whole root.
+    pub subtree: Option<String>,
 }
 
 impl Default for IndexOptions {
@@ -91,6 +97,7 @@ impl Default for IndexOptions {
             shared_cache: None,
             vectors: None,
             only_paths: None,
+            subtree: None,
         }
     }
 }
@@ -437,11 +444,41 @@ fn list_files(
     let report = match scoped {
         Some(files) => walk::WalkReport { files, skipped: Vec::new() },
         None => {
-            let walk_options = WalkOptions { cancel: options.cancel.clone(), ..options.walk.clone() };
-            walk::walk(std::slice::from_ref(&location.root), &walk_options)?
+            let walk_options =
+                WalkOptions { cancel: options.cancel.clone(), within: options.subtree.clone(), ..options.walk.clone() };
+            let mut report = walk::walk(std::slice::from_ref(&location.root), &walk_options)?;
+            if let Some(subtree) = &options.subtree {
+                keep_outside(base, subtree, &location.root, &mut report);
+            }
+            report
         }
     };
     Ok((!cancelled(options)).then_some(report))
+}
+
+/// Adds the previous index's files outside `subtree` to a walk of it, as they were (unread:
+/// [`chunk_files`] reuses their entries), or none of them when the previous index is not
+/// reused (see [`IndexOptions::subtree`]).
+fn keep_outside(base: &Base, subtree: &str, root: &Path, report: &mut walk::WalkReport) {
+    let outside = base.prev.files.iter().filter(|f| !walk::is_inside(subtree, &f.path));
+    if base.rechunk_all || base.lexical_rebuild {
+        let left = outside.count();
+        if left > 0 {
+            tracing::info!(
+                files = left,
+                "the index is rebuilt from {subtree}/ only: files outside it are indexed again by an update of the whole project"
+            );
+        }
+        return;
+    }
+    report.files.extend(outside.map(|file| walk::WalkedFile {
+        root: 0,
+        rel_path: file.path.clone(),
+        abs_path: walk::resolve(root, &file.path),
+        size: file.size,
+        mtime: Some(UNIX_EPOCH + Duration::from_nanos(file.mtime_ns)),
+    }));
+    report.files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
 }
 
 /// The texts the model has to embed, by embedding key, with the chunks waiting for each.
@@ -509,6 +546,11 @@ fn chunk_files(
         // What the last walk left out still stands; embedding failures are found again below.
         prev.skipped.iter().filter(|s| !s.reason.starts_with(NOT_EMBEDDED)).cloned().collect()
     };
+    let outside = |path: &str| options.subtree.as_deref().is_some_and(|subtree| !walk::is_inside(subtree, path));
+    if stats.walked && options.subtree.is_some() && !base.rechunk_all {
+        // The walk saw the subtree only: what it said of the rest still stands.
+        skipped.extend(prev.skipped.iter().filter(|s| outside(&s.path)).cloned());
+    }
     let mut to_embed = ToEmbed::default();
 
     // Which previous files were listed (the rest were removed), and where the last one was:
@@ -549,6 +591,12 @@ fn chunk_files(
             if prev_file.is_some() && !lexical_rebuild {
                 lex.delete_file(&walked.rel_path);
             }
+            continue;
+        }
+        if let Some(prev_file) = prev_file.filter(|f| outside(&f.path)) {
+            // Not this update's part of the tree: kept as it is, never read (a change there,
+            // or a chunk still waiting for its vector, is for an update that covers it).
+            reuse_file(prev, prev_file, file_index, &mut files, &mut chunks, prev_file.mtime_ns, prev_file.size);
             continue;
         }
         if let Some(prev_file) = prev_file.filter(|_| stat_unchanged && !rechunk_all) {
@@ -1298,6 +1346,55 @@ mod tests {
     fn generation(location: &IndexLocation) -> u64 {
         let name = fs::read_to_string(location.dir.join(CURRENT)).unwrap();
         name.trim().trim_start_matches("manifest-").trim_end_matches(".rkyv").parse().unwrap()
+    }
+
+    /// A workspace folder inside an indexed project updates its own part of the project's
+    /// index: only the folder is walked (with the project's ignore rules) and read; every other
+    /// file keeps its entries as they were, changed or deleted on disk, until an update of the
+    /// whole project.
+    #[test]
+    fn an_update_of_a_subtree_reads_only_it_and_keeps_the_rest() {
+        let root = tempfile::tempdir().unwrap();
+        let write = |rel: &str, text: &str| {
+            let path = root.path().join(rel);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, text).unwrap();
+        };
+        write(".gitignore", "app/gen/\n");
+        write("app/a.py", "def alpha():\n    return 1\n");
+        write("app/deep/c.py", "def gamma():\n    return 3\n");
+        write("lib/b.py", "def beta():\n    return 2\n");
+        write("top.py", "def top():\n    return 0\n");
+        let location = IndexLocation::new(root.path(), None).unwrap();
+        let embedder = crate::embed::FakeEmbedder::new(16);
+        let options = IndexOptions { shared_cache: None, ..IndexOptions::default() };
+        let run = |options: &IndexOptions| update(&location, &embedder, options, &mut |_| {}).unwrap();
+        run(&options);
+
+        write("app/a.py", "def platypus():\n    return 11\n");
+        write("app/new.py", "def fresh():\n    return 5\n");
+        write("app/gen/g.py", "def generated():\n    return 6\n");
+        write("lib/b.py", "def wombat():\n    return 22\n");
+        fs::remove_file(root.path().join("top.py")).unwrap();
+        let app = IndexOptions { subtree: Some("app".into()), ..options.clone() };
+        let stats = run(&app);
+        assert_eq!((stats.changed_files, stats.removed_files, stats.files), (2, 0, 5), "{stats:?}");
+        let snapshot = crate::index::Snapshot::open(&location).unwrap();
+        assert!(snapshot.has_file("app/new.py") && !snapshot.has_file("app/gen/g.py"));
+        assert!(snapshot.has_file("top.py"), "a file outside the folder is kept, deleted or not");
+        let words = |word: &str| snapshot.lexical_search(word, 5).unwrap().len();
+        assert_eq!((words("platypus"), words("wombat"), words("beta")), (1, 0, 1));
+        // A save inside the folder is as quick as ever, and still leaves the rest alone.
+        write("app/deep/c.py", "def gamma_saved():\n    return 33\n");
+        let saved = run(&IndexOptions { only_paths: Some(vec!["app/deep/c.py".into()]), ..app.clone() });
+        assert_eq!((saved.changed_files, saved.walked, saved.files), (1, false, 5), "{saved:?}");
+
+        // The whole project's update sees everything again.
+        let stats = run(&options);
+        assert_eq!((stats.changed_files, stats.removed_files, stats.files), (1, 1, 4), "{stats:?}");
+        let snapshot = crate::index::Snapshot::open(&location).unwrap();
+        assert!(!snapshot.has_file("top.py"));
+        assert_eq!(snapshot.lexical_search("wombat", 5).unwrap().len(), 1);
     }
 
     #[test]

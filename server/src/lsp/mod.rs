@@ -35,7 +35,7 @@ use tower_lsp_server::{Client, LanguageServer};
 pub use transport::run;
 
 use crate::embed::{Assets, OnnxEmbedder};
-use crate::workspace::{ProjectConfig, Settings, Workspace, looks_like_project};
+use crate::workspace::{FolderIndex, ProjectConfig, Settings, Workspace, looks_like_project};
 use progress::{ChannelEvents, Event};
 
 /// Commands advertised in `executeCommandProvider`.
@@ -152,9 +152,13 @@ impl Backend {
 
     /// Decides whether to index a root: remembered answer, project markers and size, or ask.
     async fn consent(&self, root: &Path) -> bool {
-        let Ok(location) = crate::index::IndexLocation::new(root, None) else { return false };
+        let Ok(FolderIndex { location, subtree, .. }) = FolderIndex::of(root) else { return false };
         if let Some(enabled) = ProjectConfig::load(&location).enabled {
             return enabled;
+        }
+        if !subtree.is_empty() {
+            // A folder of a project someone indexed: its index is there to be used.
+            return true;
         }
         let root_owned = root.to_path_buf();
         let files =
@@ -229,7 +233,11 @@ impl Backend {
                 continue;
             }
             if index {
-                self.log.set_file(&root.join(crate::index::INDEX_DIR_NAME));
+                // Beside the index the folder uses (a folder inside an indexed project gets no
+                // `.raggrep/` of its own: that would make it a project of its own).
+                if let Ok(found) = FolderIndex::of(&root) {
+                    self.log.set_file(&found.location.dir);
+                }
             } else {
                 tracing::info!("{} is not indexed (turn it on with raggrep.toggle)", root.display());
             }

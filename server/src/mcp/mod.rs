@@ -82,8 +82,8 @@ pub fn run(options: Options) -> i32 {
             workspace.set_door(crate::audit::Door::Mcp);
             for root in &roots {
                 // The agent's host named these roots: index them unless the project said "never".
-                let index = crate::index::IndexLocation::new(root, None)
-                    .map(|location| ProjectConfig::load(&location).enabled != Some(false))
+                let index = crate::workspace::FolderIndex::of(root)
+                    .map(|found| ProjectConfig::load(&found.location).enabled != Some(false))
                     .unwrap_or(true);
                 if let Err(err) = workspace.add_root(root, index) {
                     tracing::error!("cannot open {}: {err}", root.display());
@@ -416,7 +416,8 @@ fn vector_db(
     let started = std::time::Instant::now();
     let roots = ws.roots();
     let Some(first) = roots.first() else { return Err("no workspace root".into()) };
-    let dir = crate::index::IndexLocation::new(first, None).map_err(|e| e.to_string())?.dir;
+    // The vector store lives beside the index the root uses (as `raggrep db` finds it).
+    let dir = crate::workspace::FolderIndex::of(first).map_err(|e| e.to_string())?.location.dir;
     let action = args.action.trim().to_string();
     let text = |e: VectorDbError| e.to_string();
     // Arguments are checked before the database is opened: a wrong call changes nothing.
@@ -556,23 +557,6 @@ fn check_budget(max_tokens: Option<u64>) -> Result<usize, String> {
     }
 }
 
-/// Whether the file behind a hit changed since it was indexed: the chunk's bytes on disk no
-/// longer hash to what the index holds (or the file is gone).
-fn is_stale(workspace: &Workspace, hit: &RootHit) -> bool {
-    let Some(snapshot) = workspace.snapshot(&hit.root) else { return false };
-    let chunks = snapshot.chunks_of(&hit.hit.path);
-    // Look the chunk up by position, not index: a newer snapshot may have been swapped in.
-    let Some(chunk) = chunks.iter().find(|c| c.start_line == hit.hit.start_line && c.end_line == hit.hit.end_line)
-    else {
-        return true;
-    };
-    let Ok(bytes) = std::fs::read(crate::walk::resolve(&hit.root, &hit.hit.path)) else { return true };
-    match bytes.get(chunk.start_byte..chunk.end_byte) {
-        Some(body) => crate::content_hash(body) != chunk.hash,
-        None => true,
-    }
-}
-
 /// Hits as the model sees them, added while the response stays within `budget` tokens
 /// (`overhead`: the tokens of the rest of the response).
 fn budgeted_hits(
@@ -586,7 +570,7 @@ fn budgeted_hits(
     let mut tokens = overhead;
     for hit in hits {
         let mut value = wire::Hit::new(hit, several_roots).for_model();
-        value.stale = Some(is_stale(workspace, hit));
+        value.stale = Some(workspace.is_stale(hit));
         let cost = estimate_tokens(&serde_json::to_string(&value).unwrap_or_default());
         if tokens + cost > budget {
             break;
@@ -917,11 +901,11 @@ mod tests {
 
         let hits = ws.search(&Query { k: 5, mode: Mode::Lexical, ..Query::new("beta") }).unwrap();
         let beta = hits.iter().find(|h| h.hit.symbol.as_deref() == Some("beta")).unwrap();
-        assert!(!is_stale(&ws, beta));
+        assert!(!ws.is_stale(beta));
         std::fs::write(&file, "def alpha():\n    return 1\n\n\ndef beta():\n    return 3\n").unwrap();
-        assert!(is_stale(&ws, beta), "an edited chunk is stale");
+        assert!(ws.is_stale(beta), "an edited chunk is stale");
         std::fs::remove_file(&file).unwrap();
-        assert!(is_stale(&ws, beta), "a deleted file is stale");
+        assert!(ws.is_stale(beta), "a deleted file is stale");
 
         let (all, budget) = budgeted_hits(&ws, &hits, usize::MAX, 0);
         assert_eq!((all.len(), budget.omitted), (hits.len(), 0));

@@ -16,7 +16,6 @@ use super::schema::IndexModel;
 use super::search::{MAX_K, TeamQuery, TeamResults, search};
 use super::{TeamError, TeamUrl};
 use crate::embed::Embedder;
-use crate::index::IndexLocation;
 use crate::search::Query;
 use crate::workspace::TeamSetting;
 
@@ -140,7 +139,7 @@ pub fn from_setting(
             let mut found = None;
             for root in roots.iter().map(Some).chain(roots.is_empty().then_some(None)) {
                 let workspace_config = match root {
-                    Some(root) => IndexLocation::new(root, None)?.dir.join("config.toml"),
+                    Some(root) => crate::workspace::FolderIndex::of(root)?.location.dir.join("config.toml"),
                     None => PathBuf::new(),
                 };
                 if let Some(url) = super::configured_url(&workspace_config).map_err(TeamError::Repo)? {
