@@ -1816,7 +1816,8 @@ fn query_prints_as_grep_and_ripgrep_do() {
 }
 
 /// Issue 56: `raggrep QUESTION…` is `raggrep query` (words up to the first option or existing
-/// path), `--answer` makes it `raggrep ask`, and `--` lets a question be a subcommand's name.
+/// path), `--answer` or `[cli] bare = "ask"` makes it `raggrep ask`, and `--` lets a question be
+/// a subcommand's name.
 #[test]
 fn a_bare_question_is_a_query() {
     let ws = Workspace::polyglot();
@@ -1839,6 +1840,17 @@ fn a_bare_question_is_a_query() {
     assert!(String::from_utf8_lossy(&asked.stdout).contains("src/auth.py"));
     // A subcommand still wins.
     assert!(stdout(&["status"]).contains("chunks:"));
+    // `[cli] bare = "ask"` in the project's config: a bare question goes to `ask`, `query`
+    // still searches; a value that is neither is an error naming the file.
+    ws.write(".raggrep/config.toml", "[cli]\nbare = \"ask\"\n");
+    let asked = ws.ok_in("lib", &[q, "--prompt"]);
+    assert!(String::from_utf8_lossy(&asked.stderr).contains("route:"), "{asked:?}");
+    assert_eq!(stdout(&["query", q, "-k", "1", "-l"]), "src/auth.py\n");
+    ws.write(".raggrep/config.toml", "[cli]\nbare = \"answer\"\n");
+    let wrong = ws.raggrep(&[q]);
+    let said = String::from_utf8_lossy(&wrong.stderr);
+    assert_eq!(wrong.status.code(), Some(2), "{said}");
+    assert!(said.contains("config.toml: [cli] bare must be \"query\" or \"ask\""), "{said}");
 }
 
 /// Issue 56: a chunk that starts with imports keeps its range for reading, but where a jump

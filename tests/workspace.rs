@@ -115,6 +115,9 @@ fn editor_buffers_are_indexed_before_they_are_saved() {
 fn a_disabled_root_is_not_indexed_until_toggled_on() {
     let dir = tempfile::tempdir().unwrap();
     tree(dir.path(), 2);
+    // The other doors' settings in the same file survive the toggle's save.
+    std::fs::create_dir_all(dir.path().join(".raggrep")).unwrap();
+    std::fs::write(dir.path().join(".raggrep/config.toml"), "[cli]\nbare = \"ask\"\n\n[llm]\nmodel = \"m\"\n").unwrap();
     let (ws, events) = fake_workspace();
     ws.add_root(dir.path(), false).unwrap();
     assert!(!ws.is_enabled(dir.path()));
@@ -124,6 +127,7 @@ fn a_disabled_root_is_not_indexed_until_toggled_on() {
     assert_eq!(ws.status()[0].index.as_ref().unwrap().files, 2);
     let config = std::fs::read_to_string(dir.path().join(".raggrep/config.toml")).unwrap();
     assert!(config.contains("enabled = true"), "{config}");
+    assert!(config.contains("[cli]\nbare = \"ask\"") && config.contains("model = \"m\""), "{config}");
     ws.shutdown();
 }
 

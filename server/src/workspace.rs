@@ -151,6 +151,10 @@ pub struct ProjectConfig {
     /// as written, like `llm`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub team: Option<toml::Value>,
+    /// The command line's own settings (`[cli] bare`: what a bare question runs), kept as
+    /// written like `llm`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cli: Option<toml::Value>,
 }
 
 impl ProjectConfig {

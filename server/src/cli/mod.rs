@@ -392,7 +392,8 @@ fn bare_question(cli: Cli) -> Result<Cli, clap::Error> {
         .max(1);
     let question = words[..split].join(" ");
     let mut rest: Vec<&str> = words[split..].iter().map(String::as_str).collect();
-    let answer = rest.contains(&"--answer");
+    let answer = rest.contains(&"--answer")
+        || bare_runs_ask().map_err(|why| clap::Error::raw(clap::error::ErrorKind::InvalidValue, format!("{why}\n")))?;
     rest.retain(|w| *w != "--answer");
     // `raggrep -- index`: the `--` only kept "index" from being the subcommand.
     let mut argv: Vec<std::ffi::OsString> = prefix.iter().filter(|a| a.as_os_str() != "--").cloned().collect();
@@ -405,6 +406,29 @@ fn bare_question(cli: Cli) -> Result<Cli, clap::Error> {
         return Err(clap::Error::raw(clap::error::ErrorKind::InvalidSubcommand, "cannot read the question\n"));
     }
     Ok(again)
+}
+
+/// Whether a bare question runs `raggrep ask` instead of `raggrep query`: `[cli] bare = "ask"`
+/// (or `"query"`, the default) in the `.raggrep/config.toml` of the project the current
+/// directory is in, else in the user's config. Any other value is an error naming the file.
+fn bare_runs_ask() -> Result<bool, String> {
+    let project = std::env::current_dir()
+        .ok()
+        .and_then(|cwd| index::discover(&cwd, &index::Ceilings::from_env()).ok())
+        .map(|found| found.root.join(index::INDEX_DIR_NAME).join("config.toml"));
+    for path in [project, crate::workspace::user_config_file()].into_iter().flatten() {
+        let Ok(text) = std::fs::read_to_string(&path) else { continue };
+        let value: toml::Value = toml::from_str(&text).map_err(|e| format!("{}: {}", path.display(), e.message()))?;
+        match value.get("cli").and_then(|cli| cli.get("bare")) {
+            None => continue,
+            Some(toml::Value::String(run)) if run == "ask" => return Ok(true),
+            Some(toml::Value::String(run)) if run == "query" => return Ok(false),
+            Some(other) => {
+                return Err(format!("{}: [cli] bare must be \"query\" or \"ask\", not {other}", path.display()));
+            }
+        }
+    }
+    Ok(false)
 }
 
 /// `--log`: a level, or tracing directives (`raggrep=debug,warn`). A bare word that is no level
