@@ -1853,6 +1853,46 @@ fn a_bare_question_is_a_query() {
     assert!(said.contains("config.toml: [cli] bare must be \"query\" or \"ask\""), "{said}");
 }
 
+/// Issue 56: the human output of every print option, as ripgrep's tests pin theirs. Lexical
+/// search keeps the scores exact across machines; colour escapes are shown as `␛`, the
+/// temporary root as `[ROOT]`.
+#[test]
+fn human_output_as_grep_and_ripgrep_print_it() {
+    let ws = Workspace::polyglot();
+    ws.index();
+    let q = "validate token";
+    let runs: &[(&str, &[&str])] = &[
+        (".", &["query", q, "--mode", "lexical", "-k", "3", "--color", "never"]),
+        (".", &["query", q, "--mode", "lexical", "-k", "3", "--heading", "--line-number"]),
+        (".", &["query", q, "--mode", "lexical", "-k", "3", "--no-heading", "-C", "1"]),
+        (".", &["query", q, "--mode", "lexical", "-k", "3", "--no-heading", "-n", "-A", "2", "-B", "1"]),
+        (".", &["query", q, "--mode", "lexical", "-k", "3", "--files-with-matches"]),
+        (".", &["query", q, "--mode", "lexical", "-k", "3", "-l"]),
+        (".", &["query", q, "--mode", "lexical", "-k", "3", "--count"]),
+        (".", &["query", q, "--mode", "lexical", "-k", "3", "--vimgrep"]),
+        (".", &["query", q, "--mode", "lexical", "-k", "3", "--max-count", "1", "--no-line-number"]),
+        (".", &["query", q, "--mode", "lexical", "-k", "3", "-m", "1", "-n", "--color", "always"]),
+        ("lib", &["query", q, "--mode", "lexical", "-k", "3"]),
+        ("lib", &["query", q, "--mode", "lexical", "-k", "3", "--here"]),
+        ("lib", &[q, "--mode", "lexical", "-k", "3", "--vimgrep"]),
+        ("lib", &[q, "--mode", "lexical", "-k", "1", "--color", "always"]),
+    ];
+    let root = ws.root().canonicalize().unwrap().display().to_string();
+    let mut shown = String::new();
+    for (sub, args) in runs {
+        let out = ws.command(args).current_dir(ws.root().join(sub)).output().unwrap();
+        let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).replace('\u{1b}', "␛").replace(&root, "[ROOT]");
+        shown.push_str(&format!("$ cd {sub} && raggrep {}  # exit {}\n", args.join(" "), out.status.code().unwrap_or(-1)));
+        shown.push_str(&text(&out.stdout));
+        let notes = text(&out.stderr);
+        if !notes.is_empty() {
+            shown.push_str(&format!("[stderr]\n{notes}"));
+        }
+        shown.push('\n');
+    }
+    insta::assert_snapshot!(shown);
+}
+
 /// Issue 56: a chunk that starts with imports keeps its range for reading, but where a jump
 /// goes (`--json`'s `line`, `--vimgrep`, context lines) is the definition's own line.
 #[test]
@@ -1898,6 +1938,10 @@ fn completions_and_the_manual_page_are_generated() {
     assert!(zsh.starts_with("#compdef raggrep"), "{}", &zsh[..zsh.len().min(200)]);
     let fish = String::from_utf8(ws.ok(&["completions", "fish"]).stdout).unwrap();
     assert!(fish.contains("complete -c raggrep") && fish.contains("-l vimgrep"), "{}", &fish[..fish.len().min(200)]);
+    let elvish = String::from_utf8(ws.ok(&["completions", "elvish"]).stdout).unwrap();
+    assert!(elvish.contains("edit:completion:arg-completer[raggrep]") && elvish.contains("--vimgrep"), "{elvish:.200}");
+    let powershell = String::from_utf8(ws.ok(&["completions", "powershell"]).stdout).unwrap();
+    assert!(powershell.contains("-CommandName 'raggrep'") && powershell.contains("--vimgrep"), "{powershell:.200}");
     let man = String::from_utf8(ws.ok(&["man"]).stdout).unwrap();
     assert!(
         man.contains(".TH raggrep 1") && man.contains("query") && man.contains("completions"),

@@ -73,28 +73,31 @@ pub fn print_hits(
     let style = Style { on: format.color };
     let shown = |path: &str| location::from_subtree(path, &seen.subtree);
     // Notes about the answer: above the hits for a reader, on stderr when the output is a list
-    // another program reads.
-    let mut notes: Vec<String> = Vec::new();
+    // another program reads. Each with its colour: information dim, warnings yellow.
+    let mut notes: Vec<(&str, String)> = Vec::new();
     if !seen.subtree.is_empty() {
         let order = match seen.scope {
             Scope::SubtreeFirst => format!("hits under {}/ first", seen.subtree),
             Scope::Here => format!("only hits under {}/", seen.subtree),
             Scope::Everywhere => "the whole project's ranking".to_string(),
         };
-        notes.push(format!("(index of {}; {order})", seen.root));
+        notes.push(("2", format!("(index of {}; {order})", seen.root)));
     }
     if results.partial {
-        notes.push("(index is still being embedded: results are partial)".to_string());
+        notes.push(("33", "(index is still being embedded: results are partial)".to_string()));
     }
     if let Some(confidence) = results.confidence.filter(|c| !c.confident && !results.results.is_empty()) {
-        notes.push(format!(
-            "(no confident match: {:.0} % likely that the first results hold what you asked about; the closest code follows)",
-            confidence.value * 100.0
+        notes.push((
+            "33",
+            format!(
+                "(no confident match: {:.0} % likely that the first results hold what you asked about; the closest code follows)",
+                confidence.value * 100.0
+            ),
         ));
     }
-    for note in &notes {
+    for (color, note) in &notes {
         if format.mode == HitMode::Hits {
-            writeln!(out, "{}", style.paint("2", note))?;
+            writeln!(out, "{}", style.paint(color, note))?;
         } else {
             let _ = writeln!(io::stderr(), "raggrep: {}", note.trim_start_matches('(').trim_end_matches(')'));
         }
