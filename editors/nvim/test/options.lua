@@ -1,5 +1,5 @@
 -- The setup() options test.lua leaves at their defaults, against the real server: autostart,
--- filetypes, root_dir, cwd_fallback and k.
+-- filetypes, root_dir, cwd_fallback, k and cmd_env (a server without its model).
 -- Usage: nvim --clean --headless -l options.lua <empty work dir> [results-file]
 --   results-file: gets "<passed> <failed>" for run.sh
 local work = assert(arg[1], 'usage: nvim --clean --headless -l options.lua <work-dir> [results-file]')
@@ -113,6 +113,37 @@ local ok_run, err_run = xpcall(function()
   local items = answered and shown[#shown].items or {}
   check('k = 2: :Raggrep lists at most 2 results', answered and #items >= 1 and #items <= 2, vim.inspect(items))
   client:stop()
+
+  -- Without its model (an empty asset cache, no bundle beside the binary): the server still
+  -- starts, and a search and :checkhealth both show its one line, the cause and the fix.
+  reset()
+  local notes = {}
+  local notify = vim.notify
+  vim.notify = function(msg, level)
+    notes[#notes + 1] = msg
+    notify(msg, level)
+  end
+  vim.fn.mkdir(work .. '/empty-cache', 'p')
+  raggrep.setup({ cmd_env = { RAGGREP_HOME = work .. '/empty-cache' } })
+  vim.cmd.edit(module .. '/geo.go')
+  attached = vim.wait(20000, function() return #vim.lsp.get_clients({ name = 'raggrep', bufnr = 0 }) > 0 end, 50)
+  if not check('without its model: the client still attaches', attached) then
+    return
+  end
+  vim.cmd('Raggrep distance between two points on the globe')
+  local said = vim.wait(15000, function()
+    return table.concat(notes, '\n'):find('raggrep is not ready: cannot load the embedding model', 1, true) ~= nil
+  end, 50)
+  check('without its model: a search says why', said, table.concat(notes, '\n'))
+  pcall(vim.cmd, 'checkhealth raggrep')
+  io.stdout:write('\n') -- after nvim's own "Running healthchecks..."
+  local report = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
+  check("without its model: checkhealth shows the server's line",
+    report:find('ERROR raggrep is not ready: cannot load the embedding model', 1, true) ~= nil
+      and report:find(work .. '/empty-cache', 1, true) ~= nil,
+    report)
+  vim.notify = notify
+  reset()
 end, debug.traceback)
 check('options test ran without a Lua error', ok_run, err_run)
 

@@ -558,14 +558,32 @@ async function main() {
   else note('the raggrep.team scenario is not run: TEAM_URL is not set (run.sh sets it)');
 
   // raggrep.server.env is the server's environment: changing it restarts the server with it.
+  // Here it sends the server to a model directory that does not exist: the server still starts,
+  // and the status bar's error says the server's own line, the cause and the fix.
   const emptyHome = path.join(tmp, 'empty-raggrep-home');
+  const noModel = path.join(emptyHome, 'no-such-model');
   fs.mkdirSync(emptyHome, { recursive: true });
-  await editSettings({ 'raggrep.server.env': { RAGGREP_HOME: emptyHome } }, 'Workspace');
+  await editSettings({ 'raggrep.server.env': { RAGGREP_HOME: emptyHome, RAGGREP_MODEL_DIR: noModel } }, 'Workspace');
   let withEnv = [];
   for (const deadline = Date.now() + 30_000; withEnv.length === 0 && Date.now() < deadline; await new Promise((r) => setTimeout(r, 200))) {
     withEnv = lspServers().filter((pid) => procList(pid, 'environ').includes(`RAGGREP_HOME=${emptyHome}`));
   }
   check('raggrep.server.env restarts the server with that environment', withEnv.length === 1 && lspServers().length === 1, `servers ${lspServers()}, with the env ${withEnv}`);
+  const modelErrorBar = page.locator('.statusbar-item').filter({ hasText: /^\s*raggrep\s*$/ }).locator('.codicon-error');
+  let modelTip = '';
+  if (await visible(modelErrorBar, 15_000)) {
+    await modelErrorBar.first().hover();
+    const tip = page.locator('.monaco-hover, .workbench-hover').filter({ hasText: 'cannot load the embedding model' });
+    if (await visible(tip, 10_000)) modelTip = clean(await tip.first().innerText());
+  }
+  check(
+    'without its model the status bar says why and what to do',
+    modelTip.includes('raggrep is not ready: cannot load the embedding model') && modelTip.includes(noModel) && modelTip.includes('RAGGREP_MODEL_DIR'),
+    modelTip || (await page.locator('.part.statusbar').innerText()),
+  );
+  await page.mouse.move(0, 0);
+  await editSettings({ 'raggrep.server.env': {} }, 'Workspace');
+  check('with its model again the status bar shows the chunk count', await visible(counted, 30_000), await page.locator('.part.statusbar').innerText());
 
   // A server path that points nowhere: the extension restarts, says what is wrong and how to fix
   // it, and the status bar shows the error.
