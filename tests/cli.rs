@@ -1882,7 +1882,11 @@ fn human_output_as_grep_and_ripgrep_print_it() {
     for (sub, args) in runs {
         let out = ws.command(args).current_dir(ws.root().join(sub)).output().unwrap();
         let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).replace('\u{1b}', "␛").replace(&root, "[ROOT]");
-        shown.push_str(&format!("$ cd {sub} && raggrep {}  # exit {}\n", args.join(" "), out.status.code().unwrap_or(-1)));
+        shown.push_str(&format!(
+            "$ cd {sub} && raggrep {}  # exit {}\n",
+            args.join(" "),
+            out.status.code().unwrap_or(-1)
+        ));
         shown.push_str(&text(&out.stdout));
         let notes = text(&out.stderr);
         if !notes.is_empty() {

@@ -4,6 +4,9 @@
 //! memory-mapped immutable segments, incremental add/delete with background merges, and atomic
 //! commits — all things this index needs and would otherwise have to get right itself.
 //!
+//! A question's inflected words also ask for their stems (`logging` for `log`), so its wording
+//! need not be the code's.
+//!
 //! Each chunk is one document with three searched fields — the code, the symbol path, and the
 //! file path — searched with boosts (a query word in a symbol name or a path counts more than
 //! one in a body), and stored keys (path, chunk hash) that map a hit back to the manifest.
@@ -199,9 +202,54 @@ impl LexicalWriter {
     }
 }
 
+/// `tokens` and, after each word that is an inflected form, its stem (same place): a question's
+/// `logging` also asks for `log`, `utility` for `util`, `validation` for `valid` — words code
+/// is written with. Only questions get them: stems indexed beside every word of the code as
+/// well ranked worse on semble's questions (tune NDCG@10 0.764 against 0.782 with questions
+/// alone), the documents' length and term statistics moving with them.
+fn with_stems(tokens: Vec<(usize, usize, String)>) -> Vec<(usize, usize, String)> {
+    let mut out = Vec::with_capacity(tokens.len() * 2);
+    for (start, end, token) in tokens {
+        let stem = stem(&token);
+        out.push((start, end, token));
+        if let Some(stem) = stem {
+            out.push((start, end, stem));
+        }
+    }
+    out
+}
+
+/// The stem of an inflected or derived word (`parsing`, `parser` → `pars`), `None` when it has
+/// none (short words, words with digits).
+fn stem(word: &str) -> Option<String> {
+    const SUFFIXES: [&str; 25] = [
+        "ations", "ation", "ating", "ities", "ments", "ings", "ions", "ated", "ates", "ness", "ment", "ity", "ing",
+        "ion", "ers", "ors", "ies", "ate", "er", "or", "es", "ed", "s", "e", "y",
+    ];
+    if word.len() < 5 || !word.bytes().all(|b| b.is_ascii_lowercase()) {
+        return None;
+    }
+    for suffix in SUFFIXES {
+        if suffix == "s" && word.ends_with("ss") {
+            continue;
+        }
+        let Some(stem) = word.strip_suffix(suffix) else { continue };
+        if stem.len() < 3 {
+            continue;
+        }
+        let bytes = stem.as_bytes();
+        let doubled = bytes.len() >= 4
+            && bytes[bytes.len() - 1] == bytes[bytes.len() - 2]
+            && !b"aeiouls".contains(&bytes[bytes.len() - 1]);
+        let stem = if doubled { &stem[..stem.len() - 1] } else { stem };
+        return Some(stem.to_string());
+    }
+    None
+}
+
 /// The terms a query searches for: the same code-aware tokens documents get.
 pub fn query_terms(query: &str) -> Vec<String> {
-    let mut terms: Vec<String> = code_tokens(query).into_iter().map(|(_, _, t)| t).collect();
+    let mut terms: Vec<String> = with_stems(code_tokens(query)).into_iter().map(|(_, _, t)| t).collect();
     terms.sort();
     terms.dedup();
     terms
@@ -371,6 +419,46 @@ mod tests {
         for (s, e, t) in code_tokens(text) {
             assert_eq!(text[s..e].to_lowercase(), t);
         }
+    }
+
+    /// Inflections of one word meet at a stem; words that only look alike do not.
+    #[test]
+    fn inflected_words_share_a_stem() {
+        let groups: [&[&str]; 6] = [
+            &["throttle", "throttling", "throttled"],
+            &["logger", "logging", "logged"],
+            &["utility", "utils", "utilities"],
+            &["validate", "validation", "validating"],
+            &["dependency", "dependencies"],
+            &["route", "router", "routing", "routes"],
+        ];
+        for group in groups {
+            let stems: Vec<Option<String>> = group.iter().map(|w| stem(w)).collect();
+            assert!(stems[0].is_some() && stems.iter().all(|s| *s == stems[0]), "{group:?}: {stems:?}");
+        }
+        assert_eq!(stem("class"), None, "a double s is no plural");
+        assert_eq!((stem("format"), stem("form"), stem("http2")), (None, None, None));
+        assert_eq!(stem("logger").as_deref(), Some("log"), "the doubled consonant undone");
+    }
+
+    #[test]
+    fn a_question_finds_the_stems_of_its_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = LexicalIndex::open_or_create(dir.path()).unwrap();
+        let mut writer = index.writer().unwrap();
+        let docs = [
+            ("mw/logger.go", "func Logger() Middleware"),
+            ("mw/log.go", "func log(line string)"),
+            ("mw/util.go", "package util"),
+        ];
+        for (n, (path, body)) in docs.iter().enumerate() {
+            writer.add(&LexicalDoc { path, symbol: "", body, hash: n as u128 + 1 }).unwrap();
+        }
+        writer.commit(1).unwrap();
+        index.reload().unwrap();
+        let found = |q: &str| index.search(q, 5).unwrap().into_iter().map(|h| h.path).collect::<Vec<_>>();
+        assert_eq!(found("logging"), ["mw/log.go"], "`logging` asks for `log`, not for `logger`'s own word");
+        assert_eq!(found("utility"), ["mw/util.go"]);
     }
 
     #[test]

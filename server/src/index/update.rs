@@ -389,19 +389,23 @@ impl Base {
             // A stale vector file from a discarded index must not be appended to.
             let _ = fs::remove_file(location.dir.join(&prev.vectors_file));
         }
-        // The lexical index is in step with the manifest unless a crash fell between their commits.
-        let lexical_rebuild =
-            fresh || lexical_damaged || lexical.committed_generation() != Some(prev.lexical_generation);
-        let mut lex = lexical.writer()?;
-        if lexical_rebuild {
-            lex.delete_all()?;
-        }
         // Other chunking settings (or a newer chunker) than the index was made with: chunk every
         // file again.
         let recipe = crate::chunk::recipe(&options.chunk);
         let recipe_changed = prev.recipe != recipe;
         if recipe_changed && !fresh {
             tracing::info!(from = %prev.recipe, to = %recipe, "chunking settings changed; chunking every file again");
+        }
+        // The lexical index is in step with the manifest unless a crash fell between their
+        // commits. Every chunk going in again starts it afresh: BM25 would otherwise count the
+        // deleted documents in its statistics until tantivy merges them away.
+        let lexical_rebuild = fresh
+            || lexical_damaged
+            || recipe_changed
+            || lexical.committed_generation() != Some(prev.lexical_generation);
+        let mut lex = lexical.writer()?;
+        if lexical_rebuild {
+            lex.delete_all()?;
         }
         let key_to_slot = prev.slot_keys.iter().enumerate().map(|(slot, key)| (join_hash(*key), slot as u32)).collect();
         Ok(Base {

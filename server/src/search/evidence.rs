@@ -1,4 +1,5 @@
-//! Evidence the learned fusion does not weigh, added to its linear scores after it ranked: which
+//! Evidence the learned fusion does not weigh, added to its linear scores after it ranked (and
+//! to BM25's in the ranking without vectors): which
 //! file a candidate is in (its name carries the words of a question about a component), whether
 //! it defines the symbol a lookup names, whether it is prose; and a top k that does not spend
 //! every place on one file.

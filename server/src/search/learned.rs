@@ -114,7 +114,7 @@ fn asks_for_declarations(words: &[String]) -> bool {
 }
 
 /// The query asks for tests or examples itself.
-fn asks_for_tests(words: &[String]) -> bool {
+pub fn asks_for_tests(words: &[String]) -> bool {
     words.iter().any(|w| {
         crate::lang::TEST_MARKERS.contains(&w.as_str())
             || ["tested", "mocked", "mocking", "unittest", "pytest", "demo", "usage"].contains(&w.as_str())
