@@ -201,10 +201,56 @@ fn dense_finds_a_paraphrase_that_lexical_misses() {
     assert!(!has_hit(&lexical, "lib/unique.js", "dedupeItems"), "{:?}", hits(&lexical));
 }
 
+/// Issue 54: the first query on a tree without an index answers from its words at once (no
+/// model run), says so, and leaves a detached indexer embedding the rest at low priority; once
+/// it is done, the same query is answered whole. `--wait` embeds everything first instead.
+#[test]
+fn a_first_query_answers_from_words_and_embeds_in_the_background() {
+    let ws = Workspace::polyglot();
+    let q = "check whether an API token is still valid";
+    let out = ws.ok(&["query", q, "--json", "-k", "3"]);
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    let first: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(first["partial"], true, "{first}");
+    assert_eq!(first["results"][0]["path"], "src/auth.py", "{first}");
+    let pid: u32 = said
+        .split("(pid ")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| panic!("no background indexer: {said}"));
+    let status: Value = serde_json::from_slice(&ws.ok(&["status", "--json"]).stdout).unwrap();
+    assert!(status["chunks"].as_u64().unwrap() > 0, "{status}");
+    // The indexer runs on its own, at nice 10, until every chunk has its vector.
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    if let Some(fields) = stat.rsplit(')').next() {
+        let nice: i64 = fields.split_whitespace().nth(16).and_then(|n| n.parse().ok()).unwrap_or(10);
+        assert!(nice >= 10, "the background indexer runs at nice {nice}");
+    }
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while Path::new(&format!("/proc/{pid}")).exists() {
+        assert!(Instant::now() < deadline, "the background indexer never finished");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let status: Value = serde_json::from_slice(&ws.ok(&["status", "--json"]).stdout).unwrap();
+    assert_eq!(status["pending"], 0, "{status}");
+    let log = fs::read_to_string(ws.root().join(".raggrep/background-index.log")).unwrap();
+    assert!(log.contains("indexed "), "{log}");
+    let whole: Value = serde_json::from_slice(&ws.ok(&["query", q, "--json", "-k", "3"]).stdout).unwrap();
+    assert_eq!(whole["partial"], false, "{whole}");
+    assert_eq!(whole["results"][0]["symbol"], "validate_token", "{whole}");
+
+    let waited = Workspace::polyglot();
+    let out = waited.ok(&["query", q, "--json", "-k", "3", "--wait"]);
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["partial"], false, "{answer}");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("background"));
+}
+
 #[test]
 fn json_contract_and_json_lines_from_stdin() {
     let ws = Workspace::polyglot();
-    let results = ws.query(&["-k", "2", "validate token"]); // no index yet: built first
+    let results = ws.query(&["-k", "2", "--wait", "validate token"]); // no index yet: built first
     assert_eq!(results["query"], "validate token");
     assert!(results["took_ms"].as_f64().unwrap() >= 0.0);
     assert_eq!(results["partial"], false);
@@ -796,7 +842,7 @@ fn killing_the_indexer_at_random_points_never_breaks_the_index() {
         let _ = child.kill(); // SIGKILL
         let _ = child.wait();
         // Whatever state the kill left, the index opens and answers (or is built first).
-        let out = ws.raggrep(&["query", "--mode", "lexical", "--json", "validate token"]);
+        let out = ws.raggrep(&["query", "--mode", "lexical", "--json", "--wait", "validate token"]);
         assert!(
             out.status.success(),
             "round {round} (seed {seed}, kill after {delay:?}): {}",
@@ -1676,7 +1722,7 @@ fn a_query_from_a_subdirectory_uses_the_projects_index() {
     let status = json(ws.ok_in("lib", &["status", "--json"]));
     assert_eq!(status["root"], root.display().to_string());
     // --root still wins: the subdirectory on its own (built first, then searched).
-    let own = ws.ok_in("lib", &["query", question, "--json", "--root", "."]);
+    let own = ws.ok_in("lib", &["query", question, "--json", "--root", ".", "--wait"]);
     assert_eq!(json(own)["root"], root.join("lib").display().to_string());
     assert!(ws.root().join("lib/.raggrep").is_dir());
 }

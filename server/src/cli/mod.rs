@@ -75,6 +75,9 @@ enum Command {
         /// BENCHMARKS.md). Converts an existing index; later updates keep its encoding.
         #[arg(long, value_name = "f32|int8", value_parser = vector_encoding)]
         vectors: Option<index::VectorEncoding>,
+        /// At low CPU priority (the indexer a first query leaves running).
+        #[arg(long, hide = true)]
+        background: bool,
     },
     /// Search the index. QUERY `-` reads one query per line from stdin (JSON Lines out).
     /// `raggrep QUESTION [PATH…] [OPTIONS]` without a subcommand is the same.
@@ -130,6 +133,10 @@ enum Command {
         /// Started in a subdirectory of the root: the whole project's ranking as it is.
         #[arg(long)]
         everywhere: bool,
+        /// On a tree without an index: build every vector before answering (default: answer
+        /// from the words at once and embed in the background).
+        #[arg(long)]
+        wait: bool,
         #[command(flatten)]
         print: PrintArgs,
     },
@@ -493,7 +500,11 @@ fn dispatch(cli: Cli) -> Result<()> {
             ann_min_slots,
             compact_min_dead,
             vectors,
+            background,
         } => {
+            if background && let Err(err) = crate::priority::lower_current_thread() {
+                tracing::warn!("cannot lower the indexer's priority: {err}");
+            }
             let location = index_location(path.as_deref(), new, location)?;
             let embedder = load_embedder(model, ort)?;
             let options = IndexOptions {
@@ -530,6 +541,7 @@ fn dispatch(cli: Cli) -> Result<()> {
             repo,
             here,
             everywhere,
+            wait,
             paths,
             print,
         } => {
@@ -579,7 +591,7 @@ fn dispatch(cli: Cli) -> Result<()> {
             if rerank {
                 search::rerank_applies(&template)?;
             }
-            cmd_query(&resolved, model, ort, QueryCommand { text: &query, template, json, scope, print: &print })
+            cmd_query(&resolved, model, ort, QueryCommand { text: &query, template, json, scope, wait, print: &print })
         }
         Command::Status { location, json } => {
             let location = location.resolve()?.location;
@@ -675,15 +687,22 @@ struct QueryCommand<'a> {
     template: Query,
     json: bool,
     scope: Scope,
+    /// On a tree without an index, embed everything before answering.
+    wait: bool,
     print: &'a PrintArgs,
 }
 
 fn cmd_query(resolved: &Resolved, model: Option<&str>, ort: Option<&Path>, command: QueryCommand<'_>) -> Result<()> {
-    let QueryCommand { text: query, template, json, scope, print } = command;
+    let QueryCommand { text: query, template, json, scope, wait, print } = command;
     let template = &template;
     let location = &resolved.location;
     let mut embedder = if template.mode != Mode::Lexical { Some(load_embedder(model, ort)?) } else { None };
-    let snapshot = open_index(location, &mut embedder, model, ort)?;
+    // Dense search has nothing to answer with before the vectors.
+    let snapshot = if !location.exists() && !wait && template.mode != Mode::Dense {
+        index_words_then_vectors_in_background(location, &mut embedder, model, ort)?
+    } else {
+        open_index(location, &mut embedder, model, ort)?
+    };
     let embedder_ref: Option<&dyn Embedder> = embedder.as_ref().map(|e| e as &dyn Embedder);
     // Hits under the directory the search started in come first, unless asked otherwise.
     let first = if scope == Scope::SubtreeFirst { resolved.subtree.as_str() } else { "" };
@@ -745,6 +764,73 @@ fn index_location(path: Option<&Path>, new: bool, location: LocationArgs) -> Res
             Ok(resolved.location)
         }
     }
+}
+
+/// A first query on a tree without an index answers at once: the files are chunked and indexed
+/// by their words (seconds, no model run), a detached indexer at low priority embeds the rest,
+/// and the query answers from the words, saying it is partial. The next query is better.
+fn index_words_then_vectors_in_background(
+    location: &IndexLocation,
+    embedder: &mut Option<OnnxEmbedder>,
+    model: Option<&str>,
+    ort: Option<&Path>,
+) -> Result<Snapshot> {
+    let _ = writeln!(
+        io::stderr(),
+        "no index at {} yet: indexing its words now, its vectors in the background (--wait: all first)",
+        location.root.display()
+    );
+    if embedder.is_none() {
+        // The index records which model its vectors will come from.
+        *embedder = Some(load_embedder(model, ort)?);
+    }
+    let words_only = IndexOptions { embed: false, ..IndexOptions::default() };
+    run_update(location, embedder.as_ref().context("embedder")?, &words_only)?;
+    match spawn_background_indexer(location, model, ort) {
+        Ok(pid) => {
+            let _ = writeln!(
+                io::stderr(),
+                "raggrep: embedding in the background (pid {pid}, low priority; `raggrep status` shows how far, {} its log)",
+                location.dir.join(BACKGROUND_LOG).display()
+            );
+        }
+        Err(err) => {
+            let _ = writeln!(
+                io::stderr(),
+                "raggrep: cannot start the background indexer ({err}); `raggrep index` embeds the rest"
+            );
+        }
+    }
+    Ok(Snapshot::open(location)?)
+}
+
+/// Where the background indexer's messages go, in the index directory.
+const BACKGROUND_LOG: &str = "background-index.log";
+
+/// Starts `raggrep index` for `location` as a process of its own (its own process group, so a
+/// Ctrl-C in the terminal does not stop it; at low CPU priority; one writer at a time, as
+/// always: it waits for any other). Returns its process id.
+fn spawn_background_indexer(location: &IndexLocation, model: Option<&str>, ort: Option<&Path>) -> io::Result<u32> {
+    use std::os::unix::process::CommandExt;
+    let log = std::fs::File::create(location.dir.join(BACKGROUND_LOG))?;
+    let mut command = std::process::Command::new(std::env::current_exe()?);
+    if let Some(model) = model {
+        command.arg("--model").arg(model);
+    }
+    if let Some(ort) = ort {
+        command.arg("--ort-dylib").arg(ort);
+    }
+    command
+        .args(["index", "--background", "--root"])
+        .arg(&location.root)
+        .arg("--index-dir")
+        .arg(&location.dir)
+        .current_dir(&location.root)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .process_group(0);
+    Ok(command.spawn()?.id())
 }
 
 /// The index of `location`, built first when there is none and rebuilt when it is damaged;

@@ -411,6 +411,11 @@ impl Snapshot {
         self.pending > 0
     }
 
+    /// Chunks with a vector.
+    pub fn embedded(&self) -> usize {
+        self.chunk_count().saturating_sub(self.pending)
+    }
+
     pub fn chunk_count(&self) -> usize {
         self.manifest.get().chunks.len()
     }

@@ -286,6 +286,9 @@ pub fn search_with(
     let ranked = match query.mode {
         Mode::Dense => dense,
         Mode::Lexical => words_with_evidence(snapshot, &query.text, lexical, &accept),
+        // No vector in the index yet (a first query on a fresh tree, while the model works):
+        // the learned fusion without its dense half ranks far below the words' own ranking.
+        Mode::Hybrid if snapshot.embedded() == 0 => words_with_evidence(snapshot, &query.text, lexical, &accept),
         Mode::Hybrid => match (query.fusion, learned::weights()) {
             (Fusion::Learned, Some(weights)) => {
                 let intent = intent::Intent::of(&query.text);
