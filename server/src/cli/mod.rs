@@ -701,7 +701,13 @@ fn cmd_query(resolved: &Resolved, model: Option<&str>, ort: Option<&Path>, comma
     let snapshot = if !location.exists() && !wait && template.mode != Mode::Dense {
         index_words_then_vectors_in_background(location, &mut embedder, model, ort)?
     } else {
-        open_index(location, &mut embedder, model, ort)?
+        let snapshot = open_index(location, &mut embedder, model, ort)?;
+        // Vectors still missing and nobody embedding them (the background indexer was stopped,
+        // the machine restarted): start it again. A search by words needs none.
+        if snapshot.is_partial() && template.mode != Mode::Lexical && !index::writer_busy(&location.dir) {
+            announce_background(location, "the index is partly embedded and nothing is embedding it", model, ort);
+        }
+        snapshot
     };
     let embedder_ref: Option<&dyn Embedder> = embedder.as_ref().map(|e| e as &dyn Embedder);
     // Hits under the directory the search started in come first, unless asked otherwise.
@@ -786,22 +792,22 @@ fn index_words_then_vectors_in_background(
     }
     let words_only = IndexOptions { embed: false, ..IndexOptions::default() };
     run_update(location, embedder.as_ref().context("embedder")?, &words_only)?;
-    match spawn_background_indexer(location, model, ort) {
-        Ok(pid) => {
-            let _ = writeln!(
-                io::stderr(),
-                "raggrep: embedding in the background (pid {pid}, low priority; `raggrep status` shows how far, {} its log)",
-                location.dir.join(BACKGROUND_LOG).display()
-            );
-        }
-        Err(err) => {
-            let _ = writeln!(
-                io::stderr(),
-                "raggrep: cannot start the background indexer ({err}); `raggrep index` embeds the rest"
-            );
-        }
-    }
+    announce_background(location, "answering from the words", model, ort);
     Ok(Snapshot::open(location)?)
+}
+
+/// Starts the background indexer and says so on stderr (`why` first), or says why it could not.
+fn announce_background(location: &IndexLocation, why: &str, model: Option<&str>, ort: Option<&Path>) {
+    let said = match spawn_background_indexer(location, model, ort) {
+        Ok(pid) => format!(
+            "raggrep: {why}; embedding in the background (pid {pid}, low priority; `raggrep status` shows how far, {} its log)",
+            location.dir.join(BACKGROUND_LOG).display()
+        ),
+        Err(err) => {
+            format!("raggrep: {why}; cannot start the background indexer ({err}); `raggrep index` embeds the rest")
+        }
+    };
+    let _ = writeln!(io::stderr(), "{said}");
 }
 
 /// Where the background indexer's messages go, in the index directory.

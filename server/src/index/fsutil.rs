@@ -63,6 +63,14 @@ pub struct WriterLock {
 const LOCK_POLL: std::time::Duration = std::time::Duration::from_millis(200);
 
 impl WriterLock {
+    /// Whether some writer holds the lock of the index in `dir` now (a moment later it may not).
+    pub fn is_held(dir: &Path) -> bool {
+        let Ok(file) = OpenOptions::new().create(true).truncate(false).write(true).open(dir.join("LOCK")) else {
+            return false;
+        };
+        matches!(file.try_lock(), Err(fs::TryLockError::WouldBlock))
+    }
+
     /// Takes the lock. While another writer holds it, calls `while_waiting` about every
     /// [`LOCK_POLL`]; `false` from it gives up (`None`), e.g. on shutdown.
     pub fn acquire(dir: &Path, mut while_waiting: impl FnMut() -> bool) -> io::Result<Option<WriterLock>> {

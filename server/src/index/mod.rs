@@ -36,6 +36,11 @@ use crate::lang::Language;
 pub use ann::{Ann, EF_SEARCH, UnitCosine};
 pub use discover::{CEILING_ENV, Ceilings, Discovery, Found, discover};
 pub use fsutil::{create_private_dir, write_atomic};
+
+/// Whether a writer (an update in this or another process) is at work on the index in `dir`.
+pub fn writer_busy(dir: &Path) -> bool {
+    fsutil::WriterLock::is_held(dir)
+}
 pub use lexical::{LexicalHit, code_tokens, query_terms};
 pub use manifest::FORMAT_VERSION;
 pub use shared_cache::{SharedCache, SharedCacheConfig};
