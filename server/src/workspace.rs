@@ -339,8 +339,14 @@ impl Root {
 
     fn is_partial(&self) -> bool {
         let (enabled, indexing) = self.state.lock().map(|s| (s.enabled, s.indexing)).unwrap_or((false, false));
-        let published = self.snapshot.read().ok().and_then(|s| s.as_deref().map(Snapshot::is_partial));
+        let published = self.snapshot.read().ok().and_then(|s| s.as_deref().map(|s| self.waits_for_vectors(s)));
         answers_are_partial(enabled, indexing, published)
+    }
+
+    /// Whether chunks of this root's files in `snapshot` have no vector yet (a folder inside a
+    /// project does not wait for the rest of the project's).
+    fn waits_for_vectors(&self, snapshot: &Snapshot) -> bool {
+        snapshot.pending_under(&self.subtree) > 0
     }
 }
 
@@ -1046,7 +1052,11 @@ impl Workspace {
                     index_root: (!root.subtree.is_empty()).then(|| root.location.root.display().to_string()),
                     enabled,
                     indexing,
-                    partial: answers_are_partial(enabled, indexing, snapshot.as_deref().map(Snapshot::is_partial)),
+                    partial: answers_are_partial(
+                        enabled,
+                        indexing,
+                        snapshot.as_deref().map(|s| root.waits_for_vectors(s)),
+                    ),
                     last_error,
                     memory_level: level,
                     reason: (!reasons.is_empty()).then(|| reasons.join("; ")),

@@ -416,6 +416,29 @@ impl Snapshot {
         self.pending > 0
     }
 
+    /// Chunks of the files under root-relative directory `dir` (`""`: all) without a vector: what
+    /// a workspace folder inside the project waits for ([`RootIndex`]).
+    pub fn pending_under(&self, dir: &str) -> usize {
+        if dir.is_empty() {
+            return self.pending;
+        }
+        let m = self.manifest.get();
+        let prefix = format!("{dir}/");
+        // Files are sorted by path: those under `dir` are one run of them.
+        let first = m.files.partition_point(|f| f.path.as_str() < prefix.as_str());
+        m.files[first..]
+            .iter()
+            .take_while(|f| f.path.as_str().starts_with(&prefix))
+            .map(|f| {
+                let start = f.first_chunk.to_native() as usize;
+                let end = start + f.chunk_count.to_native() as usize;
+                m.chunks
+                    .get(start..end)
+                    .map_or(0, |chunks| chunks.iter().filter(|c| c.slot.to_native() == NO_SLOT).count())
+            })
+            .sum()
+    }
+
     /// Chunks with a vector.
     pub fn embedded(&self) -> usize {
         self.chunk_count().saturating_sub(self.pending)

@@ -1401,6 +1401,31 @@ mod tests {
         assert_eq!(snapshot.lexical_search("wombat", 5).unwrap().len(), 1);
     }
 
+    /// A folder inside a project waits for its own files' vectors, not for the rest's.
+    #[test]
+    fn pending_vectors_are_counted_per_directory() {
+        let root = tempfile::tempdir().unwrap();
+        let write = |rel: &str, text: &str| {
+            let path = root.path().join(rel);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, text).unwrap();
+        };
+        write("app/a.py", "def alpha():\n    return 1\n");
+        write("lib/b.py", "def beta():\n    return 2\n");
+        let location = IndexLocation::new(root.path(), None).unwrap();
+        let embedder = crate::embed::FakeEmbedder::new(16);
+        let options = IndexOptions { shared_cache: None, ..IndexOptions::default() };
+        update(&location, &embedder, &options, &mut |_| {}).unwrap();
+        write("lib/b.py", "def beta_changed():\n    return 22\n");
+        update(&location, &embedder, &IndexOptions { embed: false, ..options }, &mut |_| {}).unwrap();
+        let snapshot = crate::index::Snapshot::open(&location).unwrap();
+        assert_eq!(
+            (snapshot.pending_under("app"), snapshot.pending_under("lib"), snapshot.pending_under("")),
+            (0, 1, 1)
+        );
+        assert_eq!(snapshot.pending_under("li"), 0, "a directory is a whole path segment");
+    }
+
     #[test]
     fn saves_publish_once() {
         let root = tempfile::tempdir().unwrap();
