@@ -339,12 +339,9 @@ fn path_has_symlink_parent(path: &Path, root: &Path) -> bool {
     false
 }
 
-/// `root/a/b.rs` → `a/b.rs`, always with `/`. A name that is not UTF-8 keeps every byte:
-/// the invalid ones are written `\xNN` (lossy decoding would give two such files one name,
-/// and a name that opens nothing); [`resolve`] turns it back into the real path.
 /// Whether root-relative `path` is `within` (a root-relative directory), inside it, or one of
 /// its ancestors (which a walk down to it passes through).
-pub fn on_the_way(within: &str, path: &str) -> bool {
+fn on_the_way(within: &str, path: &str) -> bool {
     is_inside(within, path) || within.strip_prefix(path).is_some_and(|rest| rest.starts_with('/'))
 }
 
@@ -354,6 +351,9 @@ pub fn is_inside(dir: &str, path: &str) -> bool {
     dir.is_empty() || path.strip_prefix(dir).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
+/// `root/a/b.rs` → `a/b.rs`, always with `/`. A name that is not UTF-8 keeps every byte:
+/// the invalid ones are written `\xNN` (lossy decoding would give two such files one name,
+/// and a name that opens nothing); [`resolve`] turns it back into the real path.
 pub fn relative_path(path: &Path, root: &Path) -> Option<String> {
     let rel = path.strip_prefix(root).ok()?;
     let parts: Vec<String> = rel.components().map(|c| display_name(c.as_os_str())).collect();

@@ -548,7 +548,9 @@ impl Workspace {
     fn audit(&self, op: &str, started: Instant, detail: serde_json::Value) {
         let ms = started.elapsed().as_secs_f64() * 1000.0;
         let Ok(roots) = self.roots.read() else { return };
+        // Once per index: several folders of one project share theirs.
         let mut dirs: Vec<&Path> = roots.iter().map(|r| r.location.dir.as_path()).collect();
+        dirs.sort_unstable();
         dirs.dedup();
         for dir in dirs {
             audit::record(dir, self.door.get(), op, ms, detail.clone());
@@ -920,9 +922,10 @@ impl Workspace {
         };
         let mut vectors: Vec<Vector> = Vec::new();
         let mut span = (start, end);
-        if let Some(RootIndex { snapshot, subtree, .. }) = self.view(&root) {
+        if let Some(view) = self.view(&root) {
+            let snapshot = &view.snapshot;
             let overlapping: Vec<_> = snapshot
-                .chunks_of(&index::in_index(&subtree, &rel))
+                .chunks_of(&view.in_index(&rel))
                 .into_iter()
                 .filter(|c| c.start_line <= end && start <= c.end_line)
                 .collect();

@@ -37,10 +37,6 @@ pub use ann::{Ann, EF_SEARCH, UnitCosine};
 pub use discover::{CEILING_ENV, Ceilings, Discovery, Found, discover};
 pub use fsutil::{create_private_dir, write_atomic};
 
-/// Whether a writer (an update in this or another process) is at work on the index in `dir`.
-pub fn writer_busy(dir: &Path) -> bool {
-    fsutil::WriterLock::is_held(dir)
-}
 pub use lexical::{LexicalHit, code_tokens, query_terms};
 pub use manifest::FORMAT_VERSION;
 pub use shared_cache::{SharedCache, SharedCacheConfig};
@@ -173,6 +169,11 @@ pub struct IndexStats {
     pub bytes_on_disk: u64,
     pub memory_estimate_bytes: u64,
     pub updated_unix_ms: u64,
+}
+
+/// Whether a writer (an update in this or another process) is at work on the index in `dir`.
+pub fn writer_busy(dir: &Path) -> bool {
+    fsutil::WriterLock::is_held(dir)
 }
 
 /// A root's published index as the root sees it. A workspace folder inside an indexed project

@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::fsutil::{WriterLock, write_atomic};
@@ -475,13 +475,7 @@ fn keep_outside(base: &Base, subtree: &str, root: &Path, report: &mut walk::Walk
         }
         return;
     }
-    report.files.extend(outside.map(|file| walk::WalkedFile {
-        root: 0,
-        rel_path: file.path.clone(),
-        abs_path: walk::resolve(root, &file.path),
-        size: file.size,
-        mtime: Some(UNIX_EPOCH + Duration::from_nanos(file.mtime_ns)),
-    }));
+    report.files.extend(outside.map(|file| as_indexed(file, walk::resolve(root, &file.path))));
     report.files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
 }
 
@@ -889,16 +883,22 @@ fn scoped_walk(prev: &Manifest, root: &Path, paths: &[String]) -> Option<Vec<wal
                 });
             }
         } else {
-            files.push(walk::WalkedFile {
-                root: 0,
-                rel_path: file.path.clone(),
-                abs_path,
-                size: file.size,
-                mtime: Some(UNIX_EPOCH + Duration::from_nanos(file.mtime_ns)),
-            });
+            files.push(as_indexed(file, abs_path));
         }
     }
     Some(files)
+}
+
+/// A file of the previous index as a walk would report it unchanged: its recorded size and
+/// modification time (not looked at afresh).
+fn as_indexed(file: &FileEntry, abs_path: PathBuf) -> walk::WalkedFile {
+    walk::WalkedFile {
+        root: 0,
+        rel_path: file.path.clone(),
+        abs_path,
+        size: file.size,
+        mtime: Some(UNIX_EPOCH + Duration::from_nanos(file.mtime_ns)),
+    }
 }
 
 /// Vectors, or texts to embed, by embedding key.
@@ -1346,6 +1346,13 @@ fn now_ms() -> u64 {
 mod tests {
     use super::*;
 
+    /// Writes `text` to `rel` under `root`, making its directories.
+    fn write_file(root: &Path, rel: &str, text: &str) {
+        let path = root.join(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+
     /// The generation the index's CURRENT file names.
     fn generation(location: &IndexLocation) -> u64 {
         let name = fs::read_to_string(location.dir.join(CURRENT)).unwrap();
@@ -1359,11 +1366,7 @@ mod tests {
     #[test]
     fn an_update_of_a_subtree_reads_only_it_and_keeps_the_rest() {
         let root = tempfile::tempdir().unwrap();
-        let write = |rel: &str, text: &str| {
-            let path = root.path().join(rel);
-            fs::create_dir_all(path.parent().unwrap()).unwrap();
-            fs::write(path, text).unwrap();
-        };
+        let write = |rel: &str, text: &str| write_file(root.path(), rel, text);
         write(".gitignore", "app/gen/\n");
         write("app/a.py", "def alpha():\n    return 1\n");
         write("app/deep/c.py", "def gamma():\n    return 3\n");
@@ -1405,11 +1408,7 @@ mod tests {
     #[test]
     fn pending_vectors_are_counted_per_directory() {
         let root = tempfile::tempdir().unwrap();
-        let write = |rel: &str, text: &str| {
-            let path = root.path().join(rel);
-            fs::create_dir_all(path.parent().unwrap()).unwrap();
-            fs::write(path, text).unwrap();
-        };
+        let write = |rel: &str, text: &str| write_file(root.path(), rel, text);
         write("app/a.py", "def alpha():\n    return 1\n");
         write("lib/b.py", "def beta():\n    return 2\n");
         let location = IndexLocation::new(root.path(), None).unwrap();

@@ -292,9 +292,7 @@ pub fn search_with(
     let ranked = match query.mode {
         Mode::Dense => dense,
         Mode::Lexical => words_with_evidence(snapshot, &query.text, lexical, &accept),
-        // No vector in the index yet (a first query on a fresh tree, while the model works):
-        // the learned fusion without its dense half ranks far below the words' own ranking.
-        Mode::Hybrid if snapshot.embedded() == 0 => words_with_evidence(snapshot, &query.text, lexical, &accept),
+        Mode::Hybrid if by_words(snapshot, query.mode) => words_with_evidence(snapshot, &query.text, lexical, &accept),
         Mode::Hybrid => match (query.fusion, learned::weights()) {
             (Fusion::Learned, Some(weights)) => {
                 let intent = intent::Intent::of(&query.text);
@@ -390,10 +388,18 @@ pub fn search_with(
     })
 }
 
+/// Whether a query in `mode` is ranked by [`words_with_evidence`]: lexical mode, and the default
+/// search of an index without any vector yet (a first query on a fresh tree, while the model
+/// works), where the learned fusion without its dense half ranks far below the words' own
+/// ranking.
+fn by_words(snapshot: &Snapshot, mode: Mode) -> bool {
+    mode == Mode::Lexical || (mode == Mode::Hybrid && snapshot.embedded() == 0)
+}
+
 /// The ranking without vectors (`--mode lexical`, a root whose vectors another model built):
 /// BM25's, scaled by where each file is ([`path_prior`]), with the evidence a question carries
 /// (file names, definitions of named symbols, prose, coherence, one file not taking every
-/// place). On semble's tune repositories: BM25 alone 0.656 NDCG@10, this 0.782 (BENCHMARKS.md).
+/// place). On semble's tune repositories: BM25 alone 0.656 NDCG@10, this 0.800 (BENCHMARKS.md).
 fn words_with_evidence(
     snapshot: &Snapshot,
     text: &str,
@@ -560,8 +566,8 @@ fn rankings(
 ) -> (Ranking, Ranking, Option<String>) {
     let limit = candidates(k).min(snapshot.chunk_count());
     // The ranking without vectors reads deeper into BM25's list than the fusion does.
-    let words_only = query.mode == Mode::Lexical || (query.mode == Mode::Hybrid && snapshot.embedded() == 0);
-    let lexical_limit = if words_only { limit.max(WORDS_DEPTH).min(snapshot.chunk_count()) } else { limit };
+    let lexical_limit =
+        if by_words(snapshot, query.mode) { limit.max(WORDS_DEPTH).min(snapshot.chunk_count()) } else { limit };
     let dense: Vec<(usize, f32)> = match (query.mode, vector) {
         (Mode::Lexical, _) | (_, None) => Vec::new(),
         (_, Some(vector)) => snapshot.dense_search(vector, limit, filtered.then_some(accept), query.exact),
