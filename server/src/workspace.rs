@@ -135,6 +135,24 @@ pub fn user_config_file() -> Option<PathBuf> {
     Some(base.join("raggrep").join("config.toml"))
 }
 
+/// The first `[table] key` set in the workspace's config file (when there is one), else in the
+/// user's ([`user_config_file`]), with the file it is in. A file that is not TOML is an error
+/// naming it; an absent file, table or key is passed over.
+pub fn configured(
+    workspace_config: Option<&Path>,
+    table: &str,
+    key: &str,
+) -> Result<Option<(PathBuf, toml::Value)>, String> {
+    for path in [workspace_config.map(Path::to_path_buf), user_config_file()].into_iter().flatten() {
+        let Ok(text) = std::fs::read_to_string(&path) else { continue };
+        let value: toml::Value = toml::from_str(&text).map_err(|e| format!("{}: {}", path.display(), e.message()))?;
+        if let Some(found) = value.get(table).and_then(|t| t.get(key)) {
+            return Ok(Some((path, found.clone())));
+        }
+    }
+    Ok(None)
+}
+
 /// Per-project settings persisted in `.raggrep/config.toml`: the user's answer to "index this
 /// workspace?" and the on/off toggle.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -597,7 +615,13 @@ impl Workspace {
     /// it is searched and updated for the folder's files only. It is not rebuilt from here: if
     /// another model built it, the folder is searched by words and not indexed.
     pub fn add_root(&self, path: &Path, index: bool) -> Result<(), IndexError> {
-        let FolderIndex { root: folder, location, subtree } = FolderIndex::of(path)?;
+        self.add_folder(FolderIndex::of(path)?, index)
+    }
+
+    /// [`Workspace::add_root`] for a folder whose index the caller has found already (a door
+    /// that read the index's config first to decide `index`).
+    pub fn add_folder(&self, folder: FolderIndex, index: bool) -> Result<(), IndexError> {
+        let FolderIndex { root: folder, location, subtree } = folder;
         if self.roots.read().map(|r| r.iter().any(|x| x.root == folder)).unwrap_or(false) {
             return Ok(());
         }
@@ -1203,11 +1227,7 @@ fn within<'q>(query: &'q Query, subtree: &str) -> std::borrow::Cow<'q, Query> {
     if subtree.is_empty() {
         return std::borrow::Cow::Borrowed(query);
     }
-    let dir = globset::escape(subtree);
-    let path_glob = match &query.path_glob {
-        Some(glob) => format!("{dir}/{}", glob.trim_start_matches('/')),
-        None => format!("{dir}/**"),
-    };
+    let path_glob = search::glob_under(subtree, query.path_glob.as_deref());
     std::borrow::Cow::Owned(Query { path_glob: Some(path_glob), ..query.clone() })
 }
 

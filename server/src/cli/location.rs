@@ -91,7 +91,7 @@ pub(super) fn here_glob(subtree: &str, scope: Scope, path_glob: Option<&str>) ->
     if path_glob.is_some() {
         anyhow::bail!("--here searches {subtree}/ only: give --path OR --here (--path is relative to the root)");
     }
-    Ok(Some(format!("{}/**", globset::escape(subtree))))
+    Ok(Some(crate::search::glob_under(subtree, None)))
 }
 
 /// The glob that PATH arguments (relative to the current directory, as ripgrep takes them)

@@ -423,19 +423,12 @@ fn bare_runs_ask() -> Result<bool, String> {
         .ok()
         .and_then(|cwd| index::discover(&cwd, &index::Ceilings::from_env()).ok())
         .map(|found| found.root.join(index::INDEX_DIR_NAME).join("config.toml"));
-    for path in [project, crate::workspace::user_config_file()].into_iter().flatten() {
-        let Ok(text) = std::fs::read_to_string(&path) else { continue };
-        let value: toml::Value = toml::from_str(&text).map_err(|e| format!("{}: {}", path.display(), e.message()))?;
-        match value.get("cli").and_then(|cli| cli.get("bare")) {
-            None => continue,
-            Some(toml::Value::String(run)) if run == "ask" => return Ok(true),
-            Some(toml::Value::String(run)) if run == "query" => return Ok(false),
-            Some(other) => {
-                return Err(format!("{}: [cli] bare must be \"query\" or \"ask\", not {other}", path.display()));
-            }
-        }
+    match crate::workspace::configured(project.as_deref(), "cli", "bare")? {
+        None => Ok(false),
+        Some((_, toml::Value::String(run))) if run == "ask" => Ok(true),
+        Some((_, toml::Value::String(run))) if run == "query" => Ok(false),
+        Some((path, other)) => Err(format!("{}: [cli] bare must be \"query\" or \"ask\", not {other}", path.display())),
     }
-    Ok(false)
 }
 
 /// `--log`: a level, or tracing directives (`raggrep=debug,warn`). A bare word that is no level
@@ -786,12 +779,10 @@ fn index_words_then_vectors_in_background(
         "no index at {} yet: indexing its words now, its vectors in the background (--wait: all first)",
         location.root.display()
     );
-    if embedder.is_none() {
-        // The index records which model its vectors will come from.
-        *embedder = Some(load_embedder(model, ort)?);
-    }
+    // The index records which model its vectors will come from.
+    let embedder = loaded(embedder, model, ort)?;
     let words_only = IndexOptions { embed: false, ..IndexOptions::default() };
-    run_update(location, embedder.as_ref().context("embedder")?, &words_only)?;
+    run_update(location, embedder, &words_only)?;
     announce_background(location, "answering from the words", model, ort);
     Ok(Snapshot::open(location)?)
 }
@@ -966,13 +957,22 @@ fn rebuild(
     model: Option<&str>,
     ort: Option<&Path>,
 ) -> Result<()> {
-    if embedder.is_none() {
-        *embedder = Some(load_embedder(model, ort)?);
-    }
-    let embedder = embedder.as_ref().context("embedder")?;
+    let embedder = loaded(embedder, model, ort)?;
     let options = IndexOptions { shared_cache: index::SharedCacheConfig::from_env(), ..IndexOptions::default() };
     run_update(location, embedder, &options)?;
     Ok(())
+}
+
+/// The model in `embedder`, loaded first when it is not yet.
+fn loaded<'e>(
+    embedder: &'e mut Option<OnnxEmbedder>,
+    model: Option<&str>,
+    ort: Option<&Path>,
+) -> Result<&'e OnnxEmbedder> {
+    Ok(match embedder {
+        Some(embedder) => embedder,
+        None => embedder.insert(load_embedder(model, ort)?),
+    })
 }
 
 fn cmd_status(location: &IndexLocation, json: bool, model: Option<&str>, ort: Option<&Path>) -> Result<()> {

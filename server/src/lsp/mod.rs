@@ -151,9 +151,9 @@ impl Backend {
     }
 
     /// Decides whether to index a root: remembered answer, project markers and size, or ask.
-    async fn consent(&self, root: &Path) -> bool {
-        let Ok(FolderIndex { location, subtree, .. }) = FolderIndex::of(root) else { return false };
-        if let Some(enabled) = ProjectConfig::load(&location).enabled {
+    async fn consent(&self, folder: &FolderIndex) -> bool {
+        let FolderIndex { root, location, subtree } = folder;
+        if let Some(enabled) = ProjectConfig::load(location).enabled {
             return enabled;
         }
         if !subtree.is_empty() {
@@ -212,11 +212,11 @@ impl Backend {
         };
         match answer.as_deref() {
             Some("Index") => {
-                let _ = ProjectConfig { enabled: Some(true), ..ProjectConfig::load(&location) }.save(&location);
+                let _ = ProjectConfig { enabled: Some(true), ..ProjectConfig::load(location) }.save(location);
                 true
             }
             Some("Never") => {
-                let _ = ProjectConfig { enabled: Some(false), ..ProjectConfig::load(&location) }.save(&location);
+                let _ = ProjectConfig { enabled: Some(false), ..ProjectConfig::load(location) }.save(location);
                 false
             }
             _ => false,
@@ -227,17 +227,23 @@ impl Backend {
         let Ok(workspace) = self.workspace() else { return };
         let globally_enabled = self.state.settings.lock().map(|s| s.enabled).unwrap_or(true);
         for root in paths {
-            let index = globally_enabled && self.consent(&root).await;
-            if let Err(err) = workspace.add_root(&root, index) {
+            let folder = match FolderIndex::of(&root) {
+                Ok(folder) => folder,
+                Err(err) => {
+                    tracing::error!("cannot open workspace folder {}: {err}", root.display());
+                    continue;
+                }
+            };
+            let index = globally_enabled && self.consent(&folder).await;
+            // Beside the index the folder uses (a folder inside an indexed project gets no
+            // `.raggrep/` of its own: that would make it a project of its own).
+            let log_dir = folder.location.dir.clone();
+            if let Err(err) = workspace.add_folder(folder, index) {
                 tracing::error!("cannot open workspace folder {}: {err}", root.display());
                 continue;
             }
             if index {
-                // Beside the index the folder uses (a folder inside an indexed project gets no
-                // `.raggrep/` of its own: that would make it a project of its own).
-                if let Ok(found) = FolderIndex::of(&root) {
-                    self.log.set_file(&found.location.dir);
-                }
+                self.log.set_file(&log_dir);
             } else {
                 tracing::info!("{} is not indexed (turn it on with raggrep.toggle)", root.display());
             }

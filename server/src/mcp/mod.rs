@@ -82,14 +82,18 @@ pub fn run(options: Options) -> i32 {
             workspace.set_door(crate::audit::Door::Mcp);
             for root in &roots {
                 // The agent's host named these roots: index them unless the project said "never".
-                let index = crate::workspace::FolderIndex::of(root)
-                    .map(|found| ProjectConfig::load(&found.location).enabled != Some(false))
-                    .unwrap_or(true);
-                if let Err(err) = workspace.add_root(root, index) {
-                    tracing::error!("cannot open {}: {err}", root.display());
-                    workspace.shutdown();
-                    return 2;
-                }
+                let added = crate::workspace::FolderIndex::of(root).and_then(|folder| {
+                    let index = ProjectConfig::load(&folder.location).enabled != Some(false);
+                    workspace.add_folder(folder, index).map(|()| index)
+                });
+                let index = match added {
+                    Ok(index) => index,
+                    Err(err) => {
+                        tracing::error!("cannot open {}: {err}", root.display());
+                        workspace.shutdown();
+                        return 2;
+                    }
+                };
                 if !index {
                     tracing::warn!("{}: indexing is turned off in .raggrep/config.toml", root.display());
                 }

@@ -225,6 +225,16 @@ pub fn rerank_applies(query: &Query) -> Result<(), SearchError> {
     }
 }
 
+/// A glob for the files under root-relative directory `dir` (`dir/**`), or for those of them
+/// that `glob`, relative to `dir`, matches.
+pub fn glob_under(dir: &str, glob: Option<&str>) -> String {
+    let dir = globset::escape(dir);
+    match glob {
+        Some(glob) => format!("{dir}/{}", glob.trim_start_matches('/')),
+        None => format!("{dir}/**"),
+    }
+}
+
 /// The query's `--path` glob, compiled (paths are root-relative, `/`-separated).
 pub fn path_matcher(query: &Query) -> Result<Option<GlobMatcher>, SearchError> {
     query

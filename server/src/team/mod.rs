@@ -129,18 +129,11 @@ pub fn configured_url(workspace_config: &std::path::Path) -> Result<Option<Strin
     if let Some(url) = std::env::var("RAGGREP_TEAM_URL").ok().filter(|u| !u.trim().is_empty()) {
         return Ok(Some(url));
     }
-    let files = [Some(workspace_config.to_path_buf()), crate::workspace::user_config_file()];
-    for path in files.into_iter().flatten() {
-        let Ok(text) = std::fs::read_to_string(&path) else { continue };
-        let value: toml::Value = toml::from_str(&text).map_err(|e| format!("{}: {}", path.display(), e.message()))?;
-        let Some(team) = value.get("team") else { continue };
-        match team.get("url") {
-            Some(toml::Value::String(url)) => return Ok(Some(url.clone())),
-            Some(_) => return Err(format!("{}: [team] url must be a string", path.display())),
-            None => continue,
-        }
+    match crate::workspace::configured(Some(workspace_config), "team", "url")? {
+        Some((_, toml::Value::String(url))) => Ok(Some(url)),
+        Some((path, _)) => Err(format!("{}: [team] url must be a string", path.display())),
+        None => Ok(None),
     }
-    Ok(None)
 }
 
 /// One line from a driver error: the server's message with its detail and hint, or the chain
