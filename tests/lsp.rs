@@ -502,6 +502,12 @@ fn a_folder_inside_an_indexed_project_uses_the_project_index() {
     client.wait_index_updated(&lib);
     let found = client.command("raggrep.search", json!({"query": "refund_quokka_order", "mode": "lexical", "k": 1}));
     assert_eq!(hit_paths(&found), ["refund.py"], "{found}");
+    // Turning the folder off is not written into the project's config (it would turn the
+    // project off for every other door).
+    let off = client.command("raggrep.toggle", json!({"enabled": false}));
+    assert_eq!(off["roots"][0]["enabled"], false, "{off}");
+    let config = fs::read_to_string(alpha.join(".raggrep/config.toml")).unwrap_or_default();
+    assert!(!config.contains("enabled"), "{config}");
     assert_eq!(client.shutdown_and_exit(), 0);
     assert!(!lib.join(".raggrep").exists(), "the folder got a log or config of its own");
     let project = cli(&["status", "--json"]);

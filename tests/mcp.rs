@@ -179,6 +179,38 @@ fn mcp_in_a_folder_of_an_indexed_project_uses_the_project_index() {
     session.close();
 }
 
+/// A folder of a project whose index another model built: searched by its words, never
+/// rebuilt from the folder (that would drop the rest of the project from the index); status
+/// says where to rebuild it.
+#[test]
+fn mcp_in_a_folder_of_another_models_index_does_not_rebuild_it() {
+    let (dir, root) = polyglot();
+    let cli = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_raggrep"))
+            .args(args)
+            .current_dir(&root)
+            .env("RAGGREP_CEILING_DIRS", dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap_or_default()
+    };
+    cli(&["index", "--model", "all-minilm-l6-v2-int8"]);
+    let before = cli(&["status", "--json"]);
+    let src = root.join("src").canonicalize().unwrap();
+    let mut session = Session::start_in(env!("CARGO_BIN_EXE_raggrep"), &[], Some(&src));
+    session.initialize();
+    let status = session.structured("status", json!({}));
+    let reason = status["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("rebuild it there"), "{status}");
+    assert_eq!(status["enabled"], false, "{status}");
+    let (_, hit) = wait_for_hit(&mut session, "validate_token", "auth.py:");
+    assert!(hit["location"].as_str().is_some_and(|l| l.starts_with("auth.py:")), "{hit}");
+    session.close();
+    let after = cli(&["status", "--json"]);
+    assert_eq!((&after["model"], &after["generation"]), (&before["model"], &before["generation"]), "{after}");
+}
+
 /// `degraded` over MCP: a damaged lexical index is said in the answer until the server's own
 /// update has rebuilt it. The test holds the index's writer lock so that update waits (as it
 /// would behind a `raggrep index` in a terminal), which keeps the damaged state in place long
