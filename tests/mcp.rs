@@ -389,3 +389,64 @@ fn ruby_and_shell_scripts_have_symbols_outlines_and_a_language_filter() {
     assert!(!hits.is_empty() && hits.iter().all(|h| h["language"] == "ruby"), "{found}");
     session.close();
 }
+
+/// YAML, TOML and JSON answer by their keys (issue 53): a chunk is a section named by its key
+/// path, `find_symbol` finds a section by its short or dotted name and a plain key through the
+/// file's outline, `outline` lists every key, and the `lang` filter knows the three formats.
+#[test]
+fn configuration_files_answer_by_their_keys() {
+    let (_dir, root) = polyglot();
+    std::fs::create_dir_all(root.join("ci")).unwrap();
+    std::fs::write(
+        root.join("ci/build.yml"),
+        "name: CI\non: [push]\njobs:\n  build:\n    runs-on: ubuntu-latest\n    env:\n      QUOKKA_RETRY_TIMEOUT: 30\n    steps:\n      - uses: actions/checkout@v4\n      - name: Test the quokka parser\n        run: cargo test\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("settings.toml"),
+        "title = \"quokka\"\n\n# How long a quokka request may wait.\n[network.retry]\ntimeout_ms = 1500\nattempts = 3\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("tsconfig.json"),
+        "{\n  // Strict, for the quokka client.\n  \"compilerOptions\": {\n    \"strict\": true,\n    \"paths\": { \"@quokka/*\": [\"src/*\"] }\n  }\n}\n",
+    )
+    .unwrap();
+    let mut session = Session::start(env!("CARGO_BIN_EXE_raggrep"), &root);
+    session.initialize();
+    wait_for_hit(&mut session, "quokka retry timeout attempts", "settings.toml:");
+    let found =
+        session.structured("search", json!({ "query": "quokka retry timeout", "mode": "lexical", "lang": "toml" }));
+    let hits = found["results"].as_array().cloned().unwrap_or_default();
+    assert!(!hits.is_empty() && hits.iter().all(|h| h["language"] == "toml"), "{found}");
+    assert_eq!(hits[0]["symbol"], "network.retry", "{found}");
+    assert_eq!(hits[0]["kind"], "section", "{found}");
+    for (name, symbol, location) in [
+        ("retry", "network.retry", "settings.toml:3-"),
+        ("network.retry", "network.retry", "settings.toml:3-"),
+        ("jobs", "jobs", "ci/build.yml:3-"),
+        // A plain key has no chunk of its own: found through the file's outline.
+        ("QUOKKA_RETRY_TIMEOUT", "jobs.build.env.QUOKKA_RETRY_TIMEOUT", "ci/build.yml:7-"),
+        ("compilerOptions.paths", "compilerOptions.paths", "tsconfig.json:5-"),
+    ] {
+        let found = session.structured("find_symbol", json!({ "name": name }));
+        let definitions = found["definitions"].as_array().cloned().unwrap_or_default();
+        assert!(
+            definitions
+                .iter()
+                .any(|d| d["symbol"] == symbol && d["location"].as_str().is_some_and(|l| l.starts_with(location))),
+            "{name}: {found}"
+        );
+    }
+    let outline = session.structured("outline", json!({ "path": "ci/build.yml" }));
+    assert_eq!(outline["language"], "yaml", "{outline}");
+    for symbol in ["\"jobs.build\"", "\"jobs.build.runs-on\"", "\"jobs.build.steps.Test the quokka parser\""] {
+        assert!(outline.to_string().contains(symbol), "{symbol}: {outline}");
+    }
+    for lang in ["yaml", "json"] {
+        let found = session.structured("search", json!({ "query": "quokka", "mode": "lexical", "lang": lang }));
+        let hits = found["results"].as_array().cloned().unwrap_or_default();
+        assert!(!hits.is_empty() && hits.iter().all(|h| h["language"] == lang), "{lang}: {found}");
+    }
+    session.close();
+}

@@ -42,6 +42,25 @@ fn respects_ignore_files_and_default_excludes() {
     assert_eq!(files, vec!["docs/notes.md", "src/main.rs"]);
 }
 
+/// Hidden files stay out, except where CI and repository automation are configured.
+#[test]
+fn ci_configuration_is_walked_though_hidden() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, ".github/workflows/ci.yml", "on: [push]\n");
+    write(root, ".gitlab-ci.yml", "test:\n  script: make\n");
+    write(root, ".circleci/config.yml", "version: 2.1\n");
+    write(root, ".git/config", "[core]\n");
+    write(root, ".github/.secret", "x\n");
+    write(root, ".env", "TOKEN=1\n");
+    write(root, ".idea/workspace.xml", "<x/>\n");
+    write(root, "src/.cache/x.rs", "fn x() {}\n");
+    let files = walked(root, &WalkOptions::default());
+    assert_eq!(files, vec![".circleci/config.yml", ".github/workflows/ci.yml", ".gitlab-ci.yml"]);
+    let everything = walked(root, &WalkOptions { hidden: true, ..WalkOptions::default() });
+    assert!(everything.contains(&".env".to_string()) && everything.contains(&"src/.cache/x.rs".to_string()));
+}
+
 #[test]
 fn ignore_files_work_without_a_git_repo_and_in_subdirectories() {
     let dir = tempfile::tempdir().unwrap();

@@ -35,12 +35,15 @@ pub enum Language {
     Bash,
     Zig,
     Haskell,
+    Yaml,
+    Toml,
+    Json,
 }
 
 impl Language {
     /// Every language, for help texts and filters. The index stores a language as its position
     /// here, so new languages go at the end: the codes of the others must not move.
-    pub const ALL: [Language; 22] = [
+    pub const ALL: [Language; 25] = [
         Language::Rust,
         Language::Python,
         Language::JavaScript,
@@ -63,6 +66,9 @@ impl Language {
         Language::Bash,
         Language::Zig,
         Language::Haskell,
+        Language::Yaml,
+        Language::Toml,
+        Language::Json,
     ];
 
     pub fn to_u8(self) -> u8 {
@@ -102,6 +108,9 @@ impl Language {
             Some("sh" | "bash" | "zsh" | "ksh") => Language::Bash,
             Some("zig") => Language::Zig,
             Some("hs") => Language::Haskell,
+            Some("yaml" | "yml") => Language::Yaml,
+            Some("toml") => Language::Toml,
+            Some("json" | "jsonc") => Language::Json,
             _ => Language::Text,
         }
     }
@@ -114,6 +123,9 @@ impl Language {
             }
             ".bashrc" | ".bash_profile" | ".bash_login" | ".bash_logout" | ".profile" | ".zshrc" | ".zshenv"
             | ".zprofile" | ".zlogin" | "PKGBUILD" | "APKBUILD" => Language::Bash,
+            ".clang-format" | ".clang-tidy" => Language::Yaml,
+            "Pipfile" => Language::Toml,
+            ".babelrc" | ".eslintrc" | ".prettierrc" => Language::Json,
             _ => return None,
         };
         Some(language)
@@ -179,6 +191,9 @@ impl Language {
             "bash" | "sh" | "shell" | "zsh" => Language::Bash,
             "zig" => Language::Zig,
             "haskell" | "hs" => Language::Haskell,
+            "yaml" | "yml" => Language::Yaml,
+            "toml" => Language::Toml,
+            "json" => Language::Json,
             _ => return None,
         };
         Some(lang)
@@ -209,7 +224,15 @@ impl Language {
             Language::Bash => "bash",
             Language::Zig => "zig",
             Language::Haskell => "haskell",
+            Language::Yaml => "yaml",
+            Language::Toml => "toml",
+            Language::Json => "json",
         }
+    }
+
+    /// YAML, TOML and JSON: chunked by their keys, without a grammar.
+    pub fn is_config(self) -> bool {
+        matches!(self, Language::Yaml | Language::Toml | Language::Json)
     }
 
     /// The tree-sitter grammar, for languages chunked by syntax.
@@ -237,7 +260,7 @@ impl Language {
             Language::Bash => tree_sitter_bash::LANGUAGE,
             Language::Zig => tree_sitter_zig::LANGUAGE,
             Language::Haskell => tree_sitter_haskell::LANGUAGE,
-            Language::Markdown | Language::Text => return None,
+            Language::Markdown | Language::Text | Language::Yaml | Language::Toml | Language::Json => return None,
         };
         Some(lang_fn.into())
     }
@@ -343,8 +366,8 @@ mod tests {
             assert_eq!(Language::from_u8(language.to_u8()), language);
             assert_eq!(Language::from_name(language.name()), Some(language), "{language}");
             assert_eq!(serde_json::to_value(language).ok(), Some(serde_json::json!(language.name())));
-            let chunked_by_lines = matches!(language, Language::Markdown | Language::Text);
-            assert_eq!(language.grammar().is_none(), chunked_by_lines, "{language}");
+            let without_grammar = matches!(language, Language::Markdown | Language::Text) || language.is_config();
+            assert_eq!(language.grammar().is_none(), without_grammar, "{language}");
         }
     }
 
@@ -373,6 +396,14 @@ mod tests {
             ("/home/me/.bashrc", Language::Bash),
             ("std/mem.zig", Language::Zig),
             ("src/Data/Cache.hs", Language::Haskell),
+            (".github/workflows/ci.yml", Language::Yaml),
+            ("deploy/values.yaml", Language::Yaml),
+            (".clang-format", Language::Yaml),
+            ("Cargo.toml", Language::Toml),
+            ("Pipfile", Language::Toml),
+            ("tsconfig.json", Language::Json),
+            (".vscode/settings.jsonc", Language::Json),
+            (".eslintrc", Language::Json),
             ("README", Language::Text),
         ];
         for (path, language) in cases {

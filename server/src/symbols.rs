@@ -142,10 +142,12 @@ fn members_named(snapshots: &[RootIndex], name: &str, wanted: &str, max: usize) 
         files.retain(|path| seen.insert(*path));
         // Files outside the root (a folder inside an indexed project) are never read.
         for path in files.into_iter().filter_map(|path| view.visible(path)) {
+            // A configuration file groups small sections, top-level ones too, into one chunk.
+            let config = crate::lang::Language::from_path(Path::new(path)).is_config();
             for definition in file_outline(root, path) {
                 let qualified = normal(&definition.symbol);
                 let short = qualified.rsplit('.').next().unwrap_or_default();
-                if qualified == short {
+                if qualified == short && !config {
                     // Top-level definitions have chunks of their own: the index answered them.
                     continue;
                 }

@@ -57,6 +57,16 @@ const DEFAULT_EXCLUDES: &[&str] = &[
     "*.wasm",
 ];
 
+/// Dot-entries walked although hidden files are not: where CI and repository automation are
+/// configured (`.github/workflows/*.yml`), which people search like any other configuration.
+const VISIBLE_DOT_ENTRIES: &[&str] = &[".github", ".gitlab", ".gitlab-ci.yml", ".circleci", ".buildkite"];
+
+/// Whether a file or directory of this name is left out as hidden (a dot-file that is not one
+/// of [`VISIBLE_DOT_ENTRIES`]).
+fn is_hidden_name(name: &std::ffi::OsStr) -> bool {
+    name.as_encoded_bytes().first() == Some(&b'.') && !name.to_str().is_some_and(|n| VISIBLE_DOT_ENTRIES.contains(&n))
+}
+
 /// Whether the walk never enters a directory of this name (a built-in exclude such as
 /// `target` or `node_modules`): changes under it never matter to the index.
 pub fn is_excluded_dir_name(name: &str) -> bool {
@@ -213,8 +223,10 @@ fn walk_root(
     let roots_for_filter = all_roots.to_vec();
     let within = options.within.clone().filter(|w| !w.is_empty());
     let root_for_filter = root.to_path_buf();
+    let hidden = options.hidden;
     let walker = WalkBuilder::new(root)
-        .hidden(!options.hidden)
+        // Hidden entries are filtered below, so a few well-known ones can be kept.
+        .hidden(false)
         .git_ignore(true)
         .git_global(true)
         .git_exclude(true)
@@ -225,6 +237,9 @@ fn walk_root(
         .follow_links(true)
         .overrides(overrides)
         .filter_entry(move |entry| {
+            if !hidden && entry.depth() > 0 && is_hidden_name(entry.file_name()) {
+                return false;
+            }
             if let Some(within) = &within
                 && entry.depth() > 0
                 && !relative_path(entry.path(), &root_for_filter).is_some_and(|rel| on_the_way(within, &rel))

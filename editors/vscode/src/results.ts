@@ -279,6 +279,9 @@ const LANGUAGE_IDS: Record<string, string> = {
   bash: 'shellscript',
   zig: 'zig',
   haskell: 'haskell',
+  yaml: 'yaml',
+  toml: 'toml',
+  json: 'jsonc',
 };
 
 /** VS Code's language id for a hit's `language`, or undefined (`text`, unknown). */
@@ -293,6 +296,8 @@ export function commentLine(language: string | undefined, text: string): string 
     case 'ruby':
     case 'elixir':
     case 'bash':
+    case 'yaml':
+    case 'toml':
       return `# ${text}`;
     case 'lua':
     case 'haskell':
@@ -313,6 +318,7 @@ export function commentLine(language: string | undefined, text: string): string 
     case 'swift':
     case 'scala':
     case 'zig':
+    case 'json':
       return `// ${text}`;
     default:
       return text;

@@ -166,7 +166,7 @@ fn outline_answer(roots: &[RootIndex], path: &str, kinds: Option<&[ChunkKind]>) 
     }
     let text = std::fs::read_to_string(&absolute).map_err(|e| format!("cannot read {relative}: {e}"))?;
     let language = Language::detect(&absolute, &text);
-    if language.grammar().is_none() && language != Language::Markdown {
+    if language.grammar().is_none() && language != Language::Markdown && !language.is_config() {
         return Err(format!("{relative} has no syntax tree raggrep can read ({} file)", language.name()));
     }
     let all = crate::chunk::outline(&text, language, &crate::chunk::ChunkConfig::default());

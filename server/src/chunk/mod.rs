@@ -3,12 +3,13 @@
 //! Code is split along its syntax (tree-sitter): functions, methods, classes, structs, enums,
 //! traits, interfaces and impls become chunks of their own, with their leading doc comments and
 //! attributes/decorators. Oversized units are split at statement boundaries; tiny neighbours
-//! (imports, constants, loose statements) are merged. Markdown is split by headings and every
-//! other text file into overlapping line windows.
+//! (imports, constants, loose statements) are merged. Markdown is split by headings, YAML, TOML
+//! and JSON by their keys, and every other text file into overlapping line windows.
 //!
 //! Invariant: chunks are ordered by start offset and every non-blank line of the input is covered
 //! by at least one chunk. Nothing is silently dropped.
 
+mod config;
 mod lines;
 mod markdown;
 mod syntax;
@@ -40,7 +41,7 @@ pub enum ChunkKind {
     Macro,
     /// Code that is not a definition: imports, constants, top-level statements, merged together.
     Code,
-    /// A Markdown section, headed by its heading.
+    /// A Markdown section, headed by its heading; a key of a YAML, TOML or JSON file.
     Section,
     /// A window of lines from a file without a grammar.
     Text,
@@ -272,7 +273,8 @@ impl Default for ChunkConfig {
 /// Bumped when the chunker's output changes for the same input and settings. 7: Ruby, PHP, C#,
 /// Kotlin, Swift, Scala, Elixir, Lua, shell, Zig and Haskell by syntax; scripts by their `#!`.
 /// 8: Kotlin by top-level segments when its grammar gives up; a long uncovered gap in windows.
-const CHUNKER_VERSION: u32 = 8;
+/// 9: YAML, TOML and JSON by their keys.
+const CHUNKER_VERSION: u32 = 9;
 
 /// Everything that decides which chunks a file becomes and what text each embeds, as one string
 /// stored in the manifest: an index made with another recipe is chunked again.
@@ -332,9 +334,24 @@ pub struct Definition {
 }
 
 /// The named definitions of a file in source order, nested members included whatever their
-/// size. Markdown gives its sections; other files without a grammar, or files too slow or too
-/// deep to parse, give none.
+/// size. Markdown gives its sections, YAML, TOML and JSON their keys (`jobs.build`); other
+/// files without a grammar, or files too slow or too deep to parse, give none.
 pub fn outline(text: &str, language: Language, config: &ChunkConfig) -> Vec<Definition> {
+    if language.is_config() {
+        let lines = LineIndex::new(text);
+        return config::definitions(text, language)
+            .into_iter()
+            .map(|(name, container, range)| Definition {
+                kind: ChunkKind::Section,
+                symbol: match container {
+                    Some(container) => format!("{container}.{name}"),
+                    None => name,
+                },
+                start_line: lines.line_of(range.start),
+                end_line: lines.line_of(range.end.saturating_sub(1).max(range.start)),
+            })
+            .collect();
+    }
     if language == Language::Markdown {
         let mut sections: Vec<Definition> = Vec::new();
         for chunk in chunk_file("", text, language, config) {
@@ -414,6 +431,9 @@ pub fn word_at(text: &str, word: &str) -> Option<usize> {
 pub fn chunk_file(path: &str, text: &str, language: Language, config: &ChunkConfig) -> Vec<Chunk> {
     let pieces = match language {
         Language::Markdown => markdown::split(text, config),
+        Language::Yaml | Language::Toml | Language::Json => {
+            config::split(text, language, config).unwrap_or_else(|| lines::windows(text, 0..text.len(), config))
+        }
         Language::Text => lines::windows(text, 0..text.len(), config),
         _ => match language.grammar() {
             Some(grammar) => syntax::split(text, language, grammar, config)

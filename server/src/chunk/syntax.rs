@@ -928,7 +928,7 @@ fn classify<'t>(language: Language, node: Node<'t>, text: &str) -> Role<'t> {
         Language::Bash => classify_bash(node, text),
         Language::Zig => classify_zig(node, text),
         Language::Haskell => classify_haskell(node, text),
-        Language::Markdown | Language::Text => Role::Other,
+        Language::Markdown | Language::Text | Language::Yaml | Language::Toml | Language::Json => Role::Other,
     }
 }
 

@@ -1851,3 +1851,217 @@ fn a_definition_line_is_the_line_that_names_it() {
     // A word inside another does not count.
     assert_eq!(definition_line(&["def serve_all():", "def serve():"], 1, 2, Some("serve")), 2);
 }
+
+/// The key paths an outline of a configuration file lists.
+fn keys_of(language: Language, text: &str) -> Vec<String> {
+    outline(text, language, &ChunkConfig::default()).into_iter().map(|d| d.symbol).collect()
+}
+
+/// A budget small enough that the config samples' sections are entered.
+fn small_budget() -> ChunkConfig {
+    ChunkConfig { max_tokens: 60, ..ChunkConfig::default() }
+}
+
+const YAML: &str = r#"# CI for the project
+name: CI
+on:
+  push:
+    branches: [main]
+
+env:
+  RETRY_TIMEOUT: 30 # seconds
+
+jobs:
+  # The release build and the tests.
+  build:
+    runs-on: ubuntu-latest
+    steps:
+    - uses: actions/checkout@v4
+    - name: Build
+      run: |
+        cargo build --release
+        cargo test --workspace --all-features -- --nocapture
+        echo "steps: not a key inside a block"
+    - name: Upload
+      uses: actions/upload-artifact@v4
+  lint:
+    runs-on: ubuntu-latest
+    steps:
+      - run: cargo clippy --all-targets -- -D warnings
+---
+kind: ConfigMap
+metadata:
+  name: settings
+"#;
+
+/// YAML along its keys: `jobs` is too big for the budget, so its jobs are chunks of their own
+/// (the `jobs:` line leading the first), named items (`- name: Build`) too; list items at their
+/// key's own indentation belong to that key; a block of text is not read for keys; each
+/// document of a stream on its own.
+#[test]
+fn yaml_keys() {
+    insta::assert_snapshot!(render(YAML, Language::Yaml, &small_budget()));
+    let names = keys_of(Language::Yaml, YAML);
+    for key in ["on.push.branches", "env.RETRY_TIMEOUT", "jobs.build.steps.Build", "jobs.lint.runs-on", "metadata.name"]
+    {
+        assert!(names.contains(&key.to_string()), "{key} in {names:?}");
+    }
+    assert!(!names.iter().any(|n| n.ends_with("not a key inside a block")), "{names:?}");
+    // Within the default budget the whole `jobs` mapping is one chunk.
+    let chunks = chunk_file("ci.yml", YAML, Language::Yaml, &ChunkConfig::default());
+    check_invariants(YAML, &chunks);
+    assert!(chunks.iter().any(|c| c.symbol.as_deref() == Some("jobs") && c.kind == ChunkKind::Section));
+}
+
+const TOML: &str = r#"# A package manifest.
+name = "demo"
+version = "0.1.0"
+
+[package]
+edition = "2024"
+description = """
+[not.a.table]
+a multi-line string"""
+
+# What it needs.
+[dependencies]
+serde = { version = "1", features = ["derive"] }
+tokio = { version = "1", features = [
+  "rt",
+  "macros",
+] }
+
+[dependencies.regex]
+version = "1"
+
+[dependencies.memchr]
+version = "2"
+
+[[bin]]
+name = "demo"
+path = "src/main.rs"
+
+[profile.release]
+lto = true
+codegen-units = 1
+"#;
+
+/// TOML by its tables (with the comments above them), dotted table names as containers,
+/// small neighbouring tables grouped under what they share (`dependencies`); a `[x]` line inside
+/// a multi-line string is not a table, nor an array's lines keys.
+#[test]
+fn toml_tables() {
+    insta::assert_snapshot!(check(Language::Toml, TOML));
+    let names = keys_of(Language::Toml, TOML);
+    let expected = [
+        "name",
+        "version",
+        "package",
+        "package.edition",
+        "package.description",
+        "dependencies",
+        "dependencies.serde",
+        "dependencies.tokio",
+        "dependencies.regex",
+        "dependencies.regex.version",
+        "dependencies.memchr",
+        "dependencies.memchr.version",
+        "bin",
+        "bin.name",
+        "bin.path",
+        "profile.release",
+        "profile.release.lto",
+        "profile.release.codegen-units",
+    ];
+    assert_eq!(names, expected);
+}
+
+const JSON: &str = r#"{
+  "name": "demo",
+  "scripts": {
+    "build": "tsc -p .",
+    "test": "node --test"
+  },
+  // JSON with comments, as tsconfig.json and VS Code's settings are written.
+  "compilerOptions": {
+    "strict": true,
+    "paths": { "@/*": ["src/*"] },
+    "lib": ["es2022", "dom"]
+  },
+  "contributes": {
+    "commands": [
+      { "command": "demo.search", "title": "Search \"here\"" },
+      { "id": "demo.index", "title": "Index" },
+      42
+    ]
+  }
+}
+"#;
+
+/// JSON by its members, nested objects entered when too big, list items named by their `id`
+/// or `name`; a string's escaped quote and a comment do not confuse the scanner.
+#[test]
+fn json_members() {
+    insta::assert_snapshot!(render(JSON, Language::Json, &small_budget()));
+    let names = keys_of(Language::Json, JSON);
+    for key in
+        ["scripts.build", "compilerOptions.paths", "compilerOptions.paths.@/*", "contributes.commands.demo.index"]
+    {
+        assert!(names.contains(&key.to_string()), "{key} in {names:?}");
+    }
+    // Text that does not balance is cut into windows as plain text is.
+    let broken = "{\n  \"a\": [1, 2,\n  \"b\": {\n";
+    let chunks = chunk_file("x.json", broken, Language::Json, &ChunkConfig::default());
+    check_invariants(broken, &chunks);
+    assert!(chunks.iter().all(|c| c.kind == ChunkKind::Text));
+}
+
+/// Real configuration files (tests/fixtures/config, sources in its SOURCES.md): every invariant
+/// holds, the budget is kept, most chunks are named by their keys, and an outline lists keys.
+#[test]
+fn real_config_files_keep_the_invariants() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/config");
+    let config = ChunkConfig::default();
+    let mut seen = std::collections::BTreeSet::new();
+    for dir in ["yaml", "toml", "json"] {
+        let mut files: Vec<_> =
+            std::fs::read_dir(root.join(dir)).expect("a fixture dir").flatten().map(|f| f.path()).collect();
+        files.sort();
+        for path in files {
+            let text = std::fs::read_to_string(&path).expect("a fixture");
+            let language = Language::detect(&path, &text);
+            assert!(language.is_config(), "{}: {language}", path.display());
+            let chunks = chunk_file(&path.to_string_lossy(), &text, language, &config);
+            check_invariants(&text, &chunks);
+            for chunk in &chunks {
+                let tokens = estimate_tokens(chunk.text(&text));
+                assert!(tokens <= config.max_tokens, "{}: {tokens} tokens in {chunk:?}", path.display());
+            }
+            let named = chunks.iter().filter(|c| c.symbol.is_some()).count();
+            assert!(named * 2 >= chunks.len(), "{}: {named} of {} chunks named", path.display(), chunks.len());
+            assert!(outline(&text, language, &config).len() >= named, "{}", path.display());
+            seen.insert(language.name());
+        }
+    }
+    assert_eq!(seen.into_iter().collect::<Vec<_>>(), ["json", "toml", "yaml"]);
+}
+
+/// Deep nesting and a big file of each format stay within the guards: covered, in bounded time.
+#[test]
+fn config_formats_survive_deep_nesting_and_big_files() {
+    let deep_json = format!("{}{}", "{\"a\": [".repeat(500), "]}".repeat(500));
+    let deep_yaml: String = (0..500).map(|i| format!("{}k{i}:\n", " ".repeat(i))).collect();
+    let cases = [
+        (Language::Json, deep_json),
+        (Language::Yaml, deep_yaml),
+        (Language::Yaml, YAML.repeat(200)),
+        (Language::Toml, TOML.repeat(200)),
+        (Language::Json, format!("[{}]", JSON.repeat(200).replace("}\n{", "},\n{"))),
+    ];
+    for (language, text) in cases {
+        let started = std::time::Instant::now();
+        let chunks = chunk_file("x", &text, language, &ChunkConfig::default());
+        assert!(started.elapsed() < std::time::Duration::from_secs(2), "{language}: {:?}", started.elapsed());
+        check_invariants(&text, &chunks);
+    }
+}

@@ -253,7 +253,7 @@ pub struct SearchArgs {
     #[serde(default)]
     #[schemars(with = "String", transform = optional_argument)]
     pub path: Option<String>,
-    /// Only this language: rust, python, javascript, typescript, tsx, go, java, c, cpp, ruby, php, csharp, kotlin, swift, scala, elixir, lua, bash, zig, haskell, markdown or text.
+    /// Only this language: rust, python, javascript, typescript, tsx, go, java, c, cpp, ruby, php, csharp, kotlin, swift, scala, elixir, lua, bash, zig, haskell, yaml, toml, json, markdown or text.
     #[serde(default)]
     #[schemars(with = "String", transform = optional_argument)]
     pub lang: Option<String>,
@@ -636,7 +636,7 @@ impl RaggrepMcp {
         let language = match args.lang.as_deref() {
             None => None,
             Some(l) => Some(Language::from_name(l).ok_or_else(|| {
-                format!("unknown language {l:?}: use rust, python, javascript, typescript, tsx, go, java, c, cpp, ruby, php, csharp, kotlin, swift, scala, elixir, lua, bash, zig, haskell, markdown or text")
+                format!("unknown language {l:?}: use rust, python, javascript, typescript, tsx, go, java, c, cpp, ruby, php, csharp, kotlin, swift, scala, elixir, lua, bash, zig, haskell, yaml, toml, json, markdown or text")
             })?),
         };
         let path_glob = args.path.as_deref().map(|g| confine::check_glob(&self.roots()?, g)).transpose()?;
@@ -757,7 +757,7 @@ impl RaggrepMcp {
     }
 
     #[tool(
-        description = "The definitions in one file (functions, methods, classes, structs, …; Markdown: its sections) with kind, qualified symbol and 1-based line range, from its syntax tree: exact, no embedding, works on files not yet indexed."
+        description = "The definitions in one file (functions, methods, classes, structs, …; Markdown: its sections; YAML, TOML, JSON: its keys as dotted paths) with kind, qualified symbol and 1-based line range, from its syntax tree: exact, no embedding, works on files not yet indexed."
     )]
     async fn outline(&self, Parameters(args): Parameters<OutlineArgs>) -> Result<CallToolResult, ErrorData> {
         let result = async {

@@ -52,11 +52,14 @@ local team_filetypes = {
   rust = 'rust', python = 'python', javascript = 'javascript', typescript = 'typescript',
   tsx = 'typescriptreact', go = 'go', java = 'java', c = 'c', cpp = 'cpp', markdown = 'markdown',
   ruby = 'ruby', php = 'php', csharp = 'cs', kotlin = 'kotlin', swift = 'swift', scala = 'scala',
-  elixir = 'elixir', lua = 'lua', bash = 'sh', zig = 'zig', haskell = 'haskell',
+  elixir = 'elixir', lua = 'lua', bash = 'sh', zig = 'zig', haskell = 'haskell', yaml = 'yaml',
+  toml = 'toml', json = 'jsonc',
 }
 
 --- A line comment's opening in each language that does not use `//`.
-local comment_leaders = { python = '#', ruby = '#', elixir = '#', bash = '#', lua = '--', haskell = '--' }
+local comment_leaders = {
+  python = '#', ruby = '#', elixir = '#', bash = '#', yaml = '#', toml = '#', lua = '--', haskell = '--',
+}
 
 --- Whether a result is a team index hit (a repository, and no file of this machine).
 function M.is_team_hit(r)

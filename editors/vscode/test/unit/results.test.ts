@@ -386,6 +386,12 @@ test('a team document: a header comment with repository, location and symbol, th
   assert.equal(commentLine('ruby', 'x'), '# x');
   assert.equal(commentLine('haskell', 'x'), '-- x');
   assert.equal(commentLine('kotlin', 'x'), '// x');
+  // YAML, TOML and JSON (chunked by their keys) open as themselves; JSON as JSON with comments,
+  // so the header line is a comment there too.
+  assert.equal(languageId('yaml'), 'yaml');
+  assert.equal(languageId('json'), 'jsonc');
+  assert.equal(commentLine('toml', 'x'), '# x');
+  assert.equal(commentLine('json', 'x'), '// x');
 });
 
 test('a team index that could not answer: the separator and one error row, no hit rows', () => {
