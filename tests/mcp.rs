@@ -349,7 +349,8 @@ fn find_symbol_finds_the_methods_of_a_small_object() {
 }
 
 /// A language added with issue 53 answers as the first nine do: Ruby's qualified names in
-/// `find_symbol` (`Rack::Builder.call`, or with `::` throughout), `outline`, the `lang` filter;
+/// `find_symbol` (`Rack::Builder.call`, with `::` throughout, or Ruby's own
+/// `Rack::Builder#call`), `outline`, the `lang` filter;
 /// a script without an extension is read as shell from its `#!` line.
 #[test]
 fn ruby_and_shell_scripts_have_symbols_outlines_and_a_language_filter() {
@@ -367,7 +368,7 @@ fn ruby_and_shell_scripts_have_symbols_outlines_and_a_language_filter() {
     session.initialize();
     wait_for_hit(&mut session, "quokka middleware", "lib/rack/builder.rb:");
     wait_for_hit(&mut session, "quokka release", "bin/deploy:");
-    for name in ["Rack::Builder.call", "Rack::Builder::call", "call"] {
+    for name in ["Rack::Builder.call", "Rack::Builder::call", "Rack::Builder#call", "call"] {
         let found = session.structured("find_symbol", json!({ "name": name }));
         let definitions = found["definitions"].as_array().cloned().unwrap_or_default();
         let in_ruby =
@@ -377,6 +378,11 @@ fn ruby_and_shell_scripts_have_symbols_outlines_and_a_language_filter() {
         assert_eq!(ruby[0]["symbol"], "Rack::Builder.call", "{found}");
         assert_eq!(ruby[0]["kind"], "method", "{found}");
     }
+    // Searched as Ruby writes it, the file that defines it comes first (the module is small
+    // enough to be one chunk).
+    let found = session.structured("search", json!({ "query": "Rack::Builder#call" }));
+    let first = found["results"][0]["location"].as_str().unwrap_or_default();
+    assert!(first.starts_with("lib/rack/builder.rb:1-"), "{found}");
     let outline = session.structured("outline", json!({ "path": "lib/rack/builder.rb" }));
     for symbol in ["\"Rack\"", "\"Rack::Builder\"", "\"Rack::Builder.initialize\"", "\"Rack::Builder.call\""] {
         assert!(outline.to_string().contains(symbol), "{symbol}: {outline}");

@@ -34,13 +34,13 @@ pub struct Found {
 /// definition of that name (each file is parsed again, so this bounds the cost of a miss).
 const MENTIONS: usize = 32;
 
-/// Qualified names match whatever separator the language uses.
+/// Qualified names match whatever separator the language uses, or the user writes.
 fn normal(symbol: &str) -> String {
-    symbol.replace("::", ".")
+    crate::search::intent::normal_qualified(symbol)
 }
 
-/// The definitions named `name` (case-sensitive; the short name or the qualified one, `::` and
-/// `.` alike), in root and index order, pieces of one split definition merged into one.
+/// The definitions named `name` (case-sensitive; the short name or the qualified one, `::`,
+/// `#`, `->`, `\` and `.` alike), in root and index order, pieces of one split definition merged into one.
 pub fn find_definitions(snapshots: &[RootIndex], name: &str, max: usize) -> Found {
     let wanted = normal(name);
     let mut found = Found::default();

@@ -11,7 +11,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::intent::{Intent, Shape, last_segment, same_word, squashed};
+use super::intent::{Intent, Shape, last_segment, normal_qualified, same_word, squashed};
 use crate::chunk::ChunkKind;
 use crate::embed::Vector;
 use crate::index::{ChunkRef, Snapshot, code_tokens};
@@ -310,14 +310,6 @@ impl Texts {
             .as_deref()?;
         text.get(chunk.start_byte..chunk.end_byte.min(text.len()))
     }
-}
-
-fn normal_qualified(name: &str) -> String {
-    let mut out = name.to_string();
-    for sep in ["::", "->", "\\", "#"] {
-        out = out.replace(sep, ".");
-    }
-    out
 }
 
 /// How a chunk stands to the names a query gives.

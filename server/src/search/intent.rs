@@ -428,6 +428,13 @@ fn is_doc_verb(word: &str) -> bool {
     })
 }
 
+/// A qualified name with every separator written as a dot (`Rack::Builder#call`,
+/// `App\Cache`, `self->field` → `Rack.Builder.call`, `App.Cache`, `self.field`): how names
+/// are compared whatever the language or the user writes.
+pub fn normal_qualified(name: &str) -> String {
+    QUALIFIERS.iter().filter(|s| **s != ".").fold(name.to_string(), |name, separator| name.replace(separator, "."))
+}
+
 /// The last segment of a qualified name (`Rack::Builder#call` → `call`).
 pub fn last_segment(name: &str) -> Option<&str> {
     let mut rest = name;
@@ -439,13 +446,13 @@ pub fn last_segment(name: &str) -> Option<&str> {
     (!rest.is_empty()).then_some(rest)
 }
 
-fn is_word(s: &str) -> bool {
+pub(super) fn is_word(s: &str) -> bool {
     let mut chars = s.chars();
     chars.next().is_some_and(|c| c.is_alphabetic() || c == '_' || c == '$')
         && chars.all(|c| c.is_alphanumeric() || c == '_' || c == '$' || c == '?' || c == '!')
 }
 
-fn segments(text: &str) -> Vec<&str> {
+pub(super) fn segments(text: &str) -> Vec<&str> {
     let mut parts = vec![text];
     for sep in QUALIFIERS {
         parts = parts.into_iter().flat_map(|p| p.split(sep)).collect();

@@ -516,19 +516,16 @@ fn rerank(snapshot: &Snapshot, reranker: &dyn Reranker, query: &str, ranked: &mu
 /// Plain words (`parse`, `Config`) are not: they may as well be a description.
 fn identifier(text: &str) -> Option<&str> {
     let text = text.trim();
-    let word_chars = |s: &str| {
-        let mut chars = s.chars();
-        chars.next().is_some_and(|c| c.is_alphabetic() || c == '_' || c == '$')
-            && chars.all(|c| c.is_alphanumeric() || c == '_' || c == '$')
-    };
-    let segments: Vec<&str> = text.split("::").flat_map(|s| s.split('.')).collect();
-    if text.is_empty() || !segments.iter().all(|s| word_chars(s)) {
+    let segments = intent::segments(text);
+    if text.is_empty() || !segments.iter().all(|s| intent::is_word(s)) {
         return None;
     }
     let qualified = segments.len() > 1;
     let snake = text.trim_matches('_').contains('_');
     let camel = text.chars().zip(text.chars().skip(1)).any(|(a, b)| a.is_lowercase() && b.is_uppercase());
-    (qualified || snake || camel).then_some(text)
+    // Ruby's predicates and bang methods (`empty?`, `save!`), PHP's and shell's `$variables`.
+    let marked = text.len() > 1 && (text.ends_with(['?', '!']) || text.starts_with('$'));
+    (qualified || snake || camel || marked).then_some(text)
 }
 
 /// Puts the definitions named exactly `name` (symbol or qualified symbol, any separator) first,
@@ -539,7 +536,7 @@ fn definitions_first(
     ranked: Ranking,
     accept: &dyn Fn(&ChunkRef<'_>) -> bool,
 ) -> Ranking {
-    let normal = |s: &str| s.replace("::", ".");
+    let normal = intent::normal_qualified;
     let wanted = normal(name);
     let is_definition = |index: usize| {
         snapshot.chunk(index).is_some_and(|c| {
@@ -738,11 +735,26 @@ mod tests {
 
     #[test]
     fn identifiers_are_told_from_descriptions() {
-        for name in ["parse_config", "parseConfig", "Config::load", "cfg.load", "HTTPServer_v2", "__init__x_y"] {
+        for name in [
+            "parse_config",
+            "parseConfig",
+            "Config::load",
+            "cfg.load",
+            "HTTPServer_v2",
+            "__init__x_y",
+            "Rack::Builder#call",
+            "App\\Cache",
+            "self->field",
+            "empty?",
+            "save!",
+            "$request",
+        ] {
             assert_eq!(identifier(name), Some(name), "{name}");
         }
         assert_eq!(identifier("  parse_config "), Some("parse_config"));
-        for text in ["parse", "Config", "parse the config", "where is parse_config", "a::", "1abc_d", "", "__init__"] {
+        for text in
+            ["parse", "Config", "parse the config", "where is parse_config", "a::", "1abc_d", "", "__init__", "?", "a#"]
+        {
             assert_eq!(identifier(text), None, "{text:?}");
         }
     }
