@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 
 /// A language as far as chunking is concerned.
 ///
-/// Languages with a tree-sitter grammar are chunked by syntax; `Markdown` by headings;
-/// everything else is `Text` and chunked in overlapping line windows.
+/// Languages with a tree-sitter grammar are chunked by syntax; `Markdown` by headings; YAML,
+/// TOML and JSON by their keys; everything else is `Text` and chunked in overlapping line
+/// windows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Language {
@@ -38,12 +39,18 @@ pub enum Language {
     Yaml,
     Toml,
     Json,
+    Dart,
+    #[serde(rename = "objc")]
+    ObjectiveC,
+    OCaml,
+    R,
+    Julia,
 }
 
 impl Language {
     /// Every language, for help texts and filters. The index stores a language as its position
     /// here, so new languages go at the end: the codes of the others must not move.
-    pub const ALL: [Language; 25] = [
+    pub const ALL: [Language; 30] = [
         Language::Rust,
         Language::Python,
         Language::JavaScript,
@@ -69,6 +76,11 @@ impl Language {
         Language::Yaml,
         Language::Toml,
         Language::Json,
+        Language::Dart,
+        Language::ObjectiveC,
+        Language::OCaml,
+        Language::R,
+        Language::Julia,
     ];
 
     pub fn to_u8(self) -> u8 {
@@ -111,6 +123,13 @@ impl Language {
             Some("yaml" | "yml") => Language::Yaml,
             Some("toml") => Language::Toml,
             Some("json" | "jsonc") => Language::Json,
+            Some("dart") => Language::Dart,
+            // `.h` stays C: most headers are, and Objective-C's read well enough as C.
+            Some("m") => Language::ObjectiveC,
+            // Implementations only: an interface (`.mli`) needs another grammar.
+            Some("ml") => Language::OCaml,
+            Some("r") => Language::R,
+            Some("jl") => Language::Julia,
             _ => Language::Text,
         }
     }
@@ -161,6 +180,10 @@ impl Language {
             "node" | "nodejs" | "deno" | "bun" => Language::JavaScript,
             "swift" => Language::Swift,
             "runghc" | "runhaskell" => Language::Haskell,
+            "dart" => Language::Dart,
+            "ocaml" => Language::OCaml,
+            "Rscript" => Language::R,
+            "julia" => Language::Julia,
             _ => return None,
         };
         Some(language)
@@ -194,6 +217,11 @@ impl Language {
             "yaml" | "yml" => Language::Yaml,
             "toml" => Language::Toml,
             "json" => Language::Json,
+            "dart" => Language::Dart,
+            "objc" | "objective-c" | "objectivec" => Language::ObjectiveC,
+            "ocaml" | "ml" => Language::OCaml,
+            "r" => Language::R,
+            "julia" | "jl" => Language::Julia,
             _ => return None,
         };
         Some(lang)
@@ -227,6 +255,11 @@ impl Language {
             Language::Yaml => "yaml",
             Language::Toml => "toml",
             Language::Json => "json",
+            Language::Dart => "dart",
+            Language::ObjectiveC => "objc",
+            Language::OCaml => "ocaml",
+            Language::R => "r",
+            Language::Julia => "julia",
         }
     }
 
@@ -260,6 +293,11 @@ impl Language {
             Language::Bash => tree_sitter_bash::LANGUAGE,
             Language::Zig => tree_sitter_zig::LANGUAGE,
             Language::Haskell => tree_sitter_haskell::LANGUAGE,
+            Language::Dart => tree_sitter_dart::LANGUAGE,
+            Language::ObjectiveC => tree_sitter_objc::LANGUAGE,
+            Language::OCaml => tree_sitter_ocaml::LANGUAGE_OCAML,
+            Language::R => tree_sitter_r::LANGUAGE,
+            Language::Julia => tree_sitter_julia::LANGUAGE,
             Language::Markdown | Language::Text | Language::Yaml | Language::Toml | Language::Json => return None,
         };
         Some(lang_fn.into())
@@ -310,7 +348,13 @@ fn is_camel_case_test_file(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
     let camel_case_tests = matches!(
         Language::from_path(Path::new(name)),
-        Language::CSharp | Language::Kotlin | Language::Swift | Language::Scala | Language::Php | Language::Haskell
+        Language::CSharp
+            | Language::Kotlin
+            | Language::Swift
+            | Language::Scala
+            | Language::Php
+            | Language::Haskell
+            | Language::ObjectiveC
     );
     let stem = name.split('.').next().unwrap_or(name);
     camel_case_tests
@@ -404,6 +448,12 @@ mod tests {
             ("tsconfig.json", Language::Json),
             (".vscode/settings.jsonc", Language::Json),
             (".eslintrc", Language::Json),
+            ("lib/src/queue_list.dart", Language::Dart),
+            ("Source/NSCache.m", Language::ObjectiveC),
+            ("lib/glob.ml", Language::OCaml),
+            ("lib/glob.mli", Language::Text),
+            ("R/glue.R", Language::R),
+            ("src/heaps.jl", Language::Julia),
             ("README", Language::Text),
         ];
         for (path, language) in cases {
@@ -421,6 +471,8 @@ mod tests {
             ("#!/usr/bin/env -S python3.12 -u\n", Some(Language::Python)),
             ("#!/usr/bin/env LUA_PATH=x lua5.4\n", Some(Language::Lua)),
             ("#!/usr/bin/env elixir\n", Some(Language::Elixir)),
+            ("#!/usr/bin/env Rscript\n", Some(Language::R)),
+            ("#!/usr/bin/env julia\n", Some(Language::Julia)),
             ("#!/usr/bin/perl\n", None),
             ("# not a shebang\n", None),
             ("", None),

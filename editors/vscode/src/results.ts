@@ -282,6 +282,11 @@ const LANGUAGE_IDS: Record<string, string> = {
   yaml: 'yaml',
   toml: 'toml',
   json: 'jsonc',
+  dart: 'dart',
+  objc: 'objective-c',
+  ocaml: 'ocaml',
+  r: 'r',
+  julia: 'julia',
 };
 
 /** VS Code's language id for a hit's `language`, or undefined (`text`, unknown). */
@@ -298,7 +303,11 @@ export function commentLine(language: string | undefined, text: string): string 
     case 'bash':
     case 'yaml':
     case 'toml':
+    case 'r':
+    case 'julia':
       return `# ${text}`;
+    case 'ocaml':
+      return `(* ${text} *)`;
     case 'lua':
     case 'haskell':
       return `-- ${text}`;
@@ -319,6 +328,8 @@ export function commentLine(language: string | undefined, text: string): string 
     case 'scala':
     case 'zig':
     case 'json':
+    case 'dart':
+    case 'objc':
       return `// ${text}`;
     default:
       return text;

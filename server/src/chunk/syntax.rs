@@ -486,8 +486,14 @@ impl<'a> Splitter<'a> {
     }
 
     fn visit_children(&mut self, node: Node<'_>, scope: &Scope) {
+        self.visit_children_from(node, scope, node.start_byte());
+    }
+
+    /// [`Self::visit_children`] for the children that end after `from` (those before it are
+    /// already in a chunk: a container's header).
+    fn visit_children_from(&mut self, node: Node<'_>, scope: &Scope, from: usize) {
         let mut cursor = node.walk();
-        let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
+        let children: Vec<Node<'_>> = node.children(&mut cursor).filter(|c| c.end_byte() > from).collect();
         let mut leading: Vec<Node<'_>> = Vec::new();
         let mut overloads: Option<Overloads<'_>> = None;
         let mut prev_end = node.start_byte();
@@ -628,19 +634,16 @@ impl<'a> Splitter<'a> {
             return;
         }
         if let Some(body) = def.body {
-            // Too big to keep whole: a header chunk, then the members on their own.
-            self.push(
-                range.start..body.start_byte(),
-                kind,
-                def.name.clone(),
-                container.clone(),
-                RawRole::ContainerHeader,
-            );
+            // Too big to keep whole: a header chunk, then the members on their own. Where the
+            // members are the definition's own children (Julia's `module`, Objective-C's
+            // `@implementation`), the header runs to the first of them.
+            let members_start = if body == node { self.first_member(node) } else { body.start_byte() };
+            self.push(range.start..members_start, kind, def.name.clone(), container.clone(), RawRole::ContainerHeader);
             let inner = Scope {
                 container: nested(container.as_deref(), def.name.as_deref(), self.language),
                 in_type: members_are_methods(kind, self.language),
             };
-            self.visit_children(body, &inner);
+            self.visit_children_from(body, &inner, members_start);
             if body.end_byte() < range.end {
                 self.push(body.end_byte()..range.end, ChunkKind::Code, None, container, RawRole::Other);
             }
@@ -649,6 +652,16 @@ impl<'a> Splitter<'a> {
         for piece in self.split_oversized(node, range) {
             self.push(piece, kind, def.name.clone(), container.clone(), RawRole::Definition);
         }
+    }
+
+    /// Where the members of a definition that holds them as its own children begin: its first
+    /// child that is a definition or leads one.
+    fn first_member(&self, node: Node<'_>) -> usize {
+        let mut cursor = node.walk();
+        let first = node
+            .children(&mut cursor)
+            .find(|child| matches!(classify(self.language, *child, self.text), Role::Definition(_) | Role::Leading));
+        first.map_or(node.end_byte(), |child| child.start_byte())
     }
 
     /// `const api = { get() {…}, save: async () => {…} }` small enough for one chunk: a definition
@@ -928,6 +941,11 @@ fn classify<'t>(language: Language, node: Node<'t>, text: &str) -> Role<'t> {
         Language::Bash => classify_bash(node, text),
         Language::Zig => classify_zig(node, text),
         Language::Haskell => classify_haskell(node, text),
+        Language::Dart => classify_dart(node, text),
+        Language::ObjectiveC => classify_objc(node, text),
+        Language::OCaml => classify_ocaml(node, text),
+        Language::R => classify_r(node, text),
+        Language::Julia => classify_julia(node, text),
         Language::Markdown | Language::Text | Language::Yaml | Language::Toml | Language::Json => Role::Other,
     }
 }
@@ -1612,4 +1630,259 @@ fn classify_haskell<'t>(node: Node<'t>, text: &str) -> Role<'t> {
         }
         _ => Role::Other,
     }
+}
+
+fn classify_dart<'t>(node: Node<'t>, text: &str) -> Role<'t> {
+    let name = || field_text(node, "name", text);
+    let body = || node.child_by_field_name("body");
+    match node.kind() {
+        "comment" | "documentation_comment" | "annotation" => Role::Leading,
+        "class_declaration" | "mixin_declaration" | "extension_declaration" | "extension_type_declaration" => {
+            container(ChunkKind::Class, name(), body())
+        }
+        "enum_declaration" => container(ChunkKind::Enum, name(), body()),
+        "type_alias" => def(ChunkKind::Type, child_of_kind(node, &["type_identifier"]).map(|n| text_of(n, text))),
+        // A top-level function, a class member with a body, or a member declared without one
+        // (an abstract method, a constructor); fields are not definitions.
+        "function_declaration" | "member_declaration" | "method_declaration" | "declaration" => {
+            match dart_signature_name(node, text) {
+                Some(name) => def(ChunkKind::Function, Some(name)),
+                None => Role::Other,
+            }
+        }
+        _ => Role::Other,
+    }
+}
+
+/// The name a Dart function or member signature declares (`get`, `size` of a getter, `Cache` or
+/// `Cache.named` of a constructor), looked for a few levels down: members wrap their
+/// signatures in `method_declaration` / `declaration` / `method_signature` nodes.
+fn dart_signature_name(node: Node<'_>, text: &str) -> Option<String> {
+    const SIGNATURES: &[&str] = &[
+        "function_signature",
+        "getter_signature",
+        "setter_signature",
+        "constructor_signature",
+        "factory_constructor_signature",
+        "redirecting_factory_constructor_signature",
+        "constant_constructor_signature",
+        "operator_signature",
+    ];
+    const WRAPPERS: &[&str] = &["method_declaration", "declaration", "method_signature", "function_signature"];
+    let mut frontier = vec![node];
+    for _ in 0..4 {
+        let mut next = Vec::new();
+        for candidate in frontier {
+            if SIGNATURES.contains(&candidate.kind()) {
+                if candidate.kind() == "operator_signature" {
+                    return Some(format!("operator {}", field_text(candidate, "operator", text).unwrap_or_default()));
+                }
+                let mut cursor = candidate.walk();
+                let names: Vec<String> =
+                    candidate.children_by_field_name("name", &mut cursor).map(|n| text_of(n, text)).collect();
+                let name = if names.is_empty() {
+                    child_of_kind(candidate, &["identifier"]).map(|n| text_of(n, text))
+                } else {
+                    Some(names.join("."))
+                };
+                return name;
+            }
+            if candidate == node || WRAPPERS.contains(&candidate.kind()) {
+                let mut cursor = candidate.walk();
+                next.extend(candidate.named_children(&mut cursor));
+            }
+        }
+        frontier = next;
+    }
+    None
+}
+
+fn classify_objc<'t>(node: Node<'t>, text: &str) -> Role<'t> {
+    let first_name = || child_of_kind(node, &["identifier"]).map(|n| text_of(n, text));
+    match node.kind() {
+        // `@interface Cache : NSObject … @end`, `@implementation Cache … @end`: the class's
+        // members are the node's own children.
+        "class_interface" | "class_implementation" => container(ChunkKind::Class, first_name(), Some(node)),
+        "protocol_declaration" => container(ChunkKind::Interface, first_name(), Some(node)),
+        "implementation_definition" => match child_of_kind(node, &["method_definition"]) {
+            Some(method) => def(ChunkKind::Function, Some(objc_selector(method, text))),
+            None => classify_objc_c(node, text),
+        },
+        "method_definition" | "method_declaration" => def(ChunkKind::Function, Some(objc_selector(node, text))),
+        _ => classify_objc_c(node, text),
+    }
+}
+
+/// Objective-C is C with classes: its functions, structs and typedefs read as C's.
+fn classify_objc_c<'t>(node: Node<'t>, text: &str) -> Role<'t> {
+    match classify_c(node, text) {
+        // A C declaration wrapper (`extern "C"`) is not Objective-C's; keep what is found.
+        role @ (Role::Leading | Role::Definition(_)) => role,
+        _ => Role::Other,
+    }
+}
+
+/// A method's selector as Objective-C writes it: `sharedCache`, `objectForKey:`,
+/// `put:forKey:`.
+fn objc_selector(method: Node<'_>, text: &str) -> String {
+    let mut cursor = method.walk();
+    let children: Vec<Node<'_>> = method.children(&mut cursor).collect();
+    let mut selector = String::new();
+    for (i, child) in children.iter().enumerate() {
+        if child.kind() != "identifier" {
+            continue;
+        }
+        selector.push_str(&text_of(*child, text));
+        if children.get(i + 1).is_some_and(|next| next.kind() == "method_parameter") {
+            selector.push(':');
+        }
+    }
+    selector
+}
+
+fn classify_ocaml<'t>(node: Node<'t>, text: &str) -> Role<'t> {
+    let named = |binding: &str, name: &[&str]| {
+        child_of_kind(node, &[binding]).map(|b| (b, child_of_kind(b, name).map(|n| text_of(n, text))))
+    };
+    match node.kind() {
+        "comment" => Role::Leading,
+        "module_definition" => match named("module_binding", &["module_name"]) {
+            Some((binding, name)) => container(ChunkKind::Module, name, binding.child_by_field_name("body")),
+            None => Role::Other,
+        },
+        "module_type_definition" => container(
+            ChunkKind::Interface,
+            child_of_kind(node, &["module_type_name"]).map(|n| text_of(n, text)),
+            node.child_by_field_name("body"),
+        ),
+        "class_definition" => match named("class_binding", &["class_name"]) {
+            Some((binding, name)) => container(ChunkKind::Class, name, binding.child_by_field_name("body")),
+            None => Role::Other,
+        },
+        // `let f x = …`, `let rec f … and g …`: named by the first binding; `let () = …` is not a
+        // definition.
+        "value_definition" => {
+            match child_of_kind(node, &["let_binding"]).and_then(|b| b.child_by_field_name("pattern")) {
+                Some(pattern) if pattern.kind() == "value_name" => {
+                    def(ChunkKind::Function, Some(text_of(pattern, text)))
+                }
+                _ => Role::Other,
+            }
+        }
+        "value_specification" | "external" => {
+            def(ChunkKind::Function, child_of_kind(node, &["value_name"]).map(|n| text_of(n, text)))
+        }
+        "method_definition" | "method_specification" => {
+            def(ChunkKind::Function, child_of_kind(node, &["method_name"]).map(|n| text_of(n, text)))
+        }
+        "type_definition" => {
+            let name = child_of_kind(node, &["type_binding"]).and_then(|b| field_text(b, "name", text));
+            def(ChunkKind::Type, name)
+        }
+        "exception_definition" => def(
+            ChunkKind::Type,
+            child_of_kind(node, &["constructor_declaration"])
+                .and_then(|c| child_of_kind(c, &["constructor_name"]))
+                .map(|n| text_of(n, text)),
+        ),
+        _ => Role::Other,
+    }
+}
+
+/// R's class constructors whose result, bound to a name, is a class (`Cache <- R6Class(…)`).
+const R_CLASS_CONSTRUCTORS: &[&str] = &["R6Class", "setRefClass"];
+/// R's calls that define a class, generic or method by a string name (`setClass("Person", …)`).
+const R_DEFINING_CALLS: &[(&str, ChunkKind)] = &[
+    ("setClass", ChunkKind::Class),
+    ("setGeneric", ChunkKind::Function),
+    ("setMethod", ChunkKind::Method),
+    ("setValidity", ChunkKind::Function),
+];
+
+fn classify_r<'t>(node: Node<'t>, text: &str) -> Role<'t> {
+    match node.kind() {
+        // Comments, roxygen's `#'` blocks included.
+        "comment" => Role::Leading,
+        // `f <- function(x) …`, `f = function(x) …`, `f <<- function(x) …`, `Cache <- R6Class(…)`.
+        "binary_operator" => {
+            let operator = field_text(node, "operator", text).unwrap_or_default();
+            let (Some(lhs), Some(rhs)) = (node.child_by_field_name("lhs"), node.child_by_field_name("rhs")) else {
+                return Role::Other;
+            };
+            if !matches!(operator.as_str(), "<-" | "=" | "<<-") || !matches!(lhs.kind(), "identifier" | "string") {
+                return Role::Other;
+            }
+            let name = Some(text_of(lhs, text).trim_matches(['"', '\'', '`']).to_string());
+            match rhs.kind() {
+                "function_definition" => def(ChunkKind::Function, name),
+                "call"
+                    if field_text(rhs, "function", text)
+                        .is_some_and(|f| R_CLASS_CONSTRUCTORS.contains(&f.as_str())) =>
+                {
+                    def(ChunkKind::Class, name)
+                }
+                _ => Role::Other,
+            }
+        }
+        "call" => {
+            let function = field_text(node, "function", text).unwrap_or_default();
+            let Some(&(_, kind)) = R_DEFINING_CALLS.iter().find(|(f, _)| *f == function) else {
+                return Role::Other;
+            };
+            let name = node
+                .child_by_field_name("arguments")
+                .and_then(|a| child_of_kind(a, &["argument"]))
+                .and_then(|a| a.child_by_field_name("value"))
+                .filter(|v| v.kind() == "string")
+                .and_then(|v| v.child_by_field_name("content"))
+                .map(|c| text_of(c, text));
+            def(kind, name)
+        }
+        _ => Role::Other,
+    }
+}
+
+fn classify_julia<'t>(node: Node<'t>, text: &str) -> Role<'t> {
+    match node.kind() {
+        // A docstring is a string right above the definition it documents.
+        "line_comment" | "block_comment" | "string_literal" => Role::Leading,
+        "function_definition" => def(ChunkKind::Function, julia_signature_name(node, text)),
+        "macro_definition" => def(ChunkKind::Macro, julia_signature_name(node, text)),
+        // `area(s::Square) = s.side^2`: a function in one line.
+        "assignment" => match node.named_child(0).filter(|lhs| lhs.kind() == "call_expression") {
+            Some(call) => def(ChunkKind::Function, call.named_child(0).map(|callee| text_of(callee, text))),
+            None => Role::Other,
+        },
+        "struct_definition" => def(ChunkKind::Struct, julia_type_name(node, text)),
+        "abstract_definition" | "primitive_definition" => def(ChunkKind::Type, julia_type_name(node, text)),
+        // `module Caches … end`: its members are the node's own children.
+        "module_definition" | "baremodule_definition" => {
+            container(ChunkKind::Module, field_text(node, "name", text), Some(node))
+        }
+        _ => Role::Other,
+    }
+}
+
+/// `mean_of` of `function mean_of(x)`, `Base.show` of `function Base.show(io, x)`, `put!`.
+fn julia_signature_name(node: Node<'_>, text: &str) -> Option<String> {
+    let signature = child_of_kind(node, &["signature"])?;
+    let mut call = signature.named_child(0)?;
+    // `function f(x)::Int`, `function f(x) where T`: the call is inside.
+    while matches!(call.kind(), "typed_expression" | "where_expression") {
+        call = call.named_child(0)?;
+    }
+    match call.kind() {
+        "call_expression" => call.named_child(0).map(|callee| text_of(callee, text)),
+        "identifier" => Some(text_of(call, text)),
+        _ => None,
+    }
+}
+
+/// `Cache` of `struct Cache{K,V} … end` or `abstract type Store <: Base end`.
+fn julia_type_name(node: Node<'_>, text: &str) -> Option<String> {
+    let mut head = child_of_kind(node, &["type_head"])?.named_child(0)?;
+    while matches!(head.kind(), "binary_expression" | "parametrized_type_expression" | "subtype_clause") {
+        head = head.named_child(0)?;
+    }
+    (head.kind() == "identifier").then(|| text_of(head, text))
 }

@@ -1799,7 +1799,10 @@ fn real_files_of_every_new_language_keep_the_invariants() {
     for (language, (named, all)) in &languages {
         assert!(named * 2 >= *all, "{language}: {named} of {all} chunks named");
     }
-    let expected = ["bash", "csharp", "elixir", "haskell", "kotlin", "lua", "php", "ruby", "scala", "swift", "zig"];
+    let expected = [
+        "bash", "csharp", "dart", "elixir", "haskell", "julia", "kotlin", "lua", "objc", "ocaml", "php", "r", "ruby",
+        "scala", "swift", "zig",
+    ];
     assert_eq!(languages.into_keys().collect::<Vec<_>>(), expected);
 }
 
@@ -1826,6 +1829,11 @@ fn every_grammar_survives_deep_nesting_and_big_files() {
         (Language::Bash, BASH),
         (Language::Zig, ZIG),
         (Language::Haskell, HASKELL),
+        (Language::Dart, DART),
+        (Language::ObjectiveC, OBJC),
+        (Language::OCaml, OCAML),
+        (Language::R, R_SOURCE),
+        (Language::Julia, JULIA),
     ];
     let mut cases: Vec<(Language, String)> =
         Language::ALL.into_iter().filter(|l| l.grammar().is_some()).map(|l| (l, deep.clone())).collect();
@@ -2063,5 +2071,191 @@ fn config_formats_survive_deep_nesting_and_big_files() {
         let chunks = chunk_file("x", &text, language, &ChunkConfig::default());
         assert!(started.elapsed() < std::time::Duration::from_secs(2), "{language}: {:?}", started.elapsed());
         check_invariants(&text, &chunks);
+    }
+}
+
+const DART: &str = r#"import 'dart:async';
+
+/// A cache of values.
+class Cache<K, V> extends Base implements Store {
+  final Map<K, V> _map = {};
+
+  /// Creates a cache.
+  Cache(this.capacity);
+
+  /// Gets a value.
+  V? get(K key) {
+    return _map[key];
+  }
+
+  int get size => _map.length;
+
+  set limit(int value) {}
+
+  static Cache<K, V> empty<K, V>() => Cache(0);
+}
+
+mixin Logging on Base {
+  void log(String m) => print(m);
+}
+
+extension StringX on String {
+  String shout() => toUpperCase();
+}
+
+enum Mode { dense, lexical }
+
+typedef Handler = void Function(int);
+
+/// Top-level function.
+Future<int> compute(int x) async {
+  return x * 2;
+}
+
+abstract class Store {
+  void put(String k);
+}
+"#;
+
+const OBJC: &str = r#"#import <Foundation/Foundation.h>
+
+/// A cache.
+@interface Cache : NSObject
+@property (nonatomic) NSInteger capacity;
+- (id)objectForKey:(NSString *)key;
++ (instancetype)sharedCache;
+@end
+
+@implementation Cache
+
+/// Returns the object.
+- (id)objectForKey:(NSString *)key {
+    return nil;
+}
+
++ (instancetype)sharedCache {
+    return nil;
+}
+
+@end
+
+@protocol Store <NSObject>
+- (void)put:(id)value forKey:(NSString *)key;
+@end
+
+// C function.
+static int helper(int x) {
+    return x + 1;
+}
+
+typedef struct Point { int x; int y; } Point;
+"#;
+
+const OCAML: &str = r#"(** A cache module. *)
+module Cache = struct
+  type t = { size : int }
+
+  (** Creates a cache. *)
+  let create n = { size = n }
+
+  let get c k = c.size + k
+end
+
+module type STORE = sig
+  val put : string -> unit
+end
+
+(* Top-level function. *)
+let rec fact n = if n = 0 then 1 else n * fact (n - 1)
+
+type mode = Dense | Lexical
+
+exception Not_found_here of string
+
+class counter = object
+  val mutable n = 0
+  method incr = n <- n + 1
+end
+
+let () = print_endline "hi"
+"#;
+
+const R_SOURCE: &str = r#"# Computes the mean.
+#' Roxygen docs
+#' @param x values
+mean_of <- function(x) {
+  sum(x) / length(x)
+}
+
+helper = function(a, b) a + b
+
+setClass("Person", representation(name = "character"))
+
+Cache <- R6Class("Cache",
+  public = list(
+    get = function(key) { private$store[[key]] }
+  )
+)
+
+x <- 1
+print(x)
+"#;
+
+const JULIA: &str = r#""""
+    mean_of(x)
+
+Computes the mean.
+"""
+function mean_of(x)
+    return sum(x) / length(x)
+end
+
+module Caches
+
+# A cache.
+struct Cache{K,V}
+    data::Dict{K,V}
+end
+
+mutable struct Counter
+    n::Int
+end
+
+abstract type Store end
+
+get(c::Cache, k) = c.data[k]
+
+function put!(c::Cache, k, v)
+    c.data[k] = v
+end
+
+macro trace(ex)
+    :(println($(string(ex))); $ex)
+end
+
+end # module
+
+const LIMIT = 10
+"#;
+
+/// The five languages issue 53 adds where a maintained grammar exists: definitions with their
+/// doc comments (Dart's `///`, OCaml's `(** *)`, roxygen's `#'`, Julia's docstrings), containers
+/// entered when too big, names as each language writes them (`put:forKey:`, `put!`).
+#[test]
+fn dart_objc_ocaml_r_julia_definitions() {
+    for (language, text) in [
+        (Language::Dart, DART),
+        (Language::ObjectiveC, OBJC),
+        (Language::OCaml, OCAML),
+        (Language::R, R_SOURCE),
+        (Language::Julia, JULIA),
+    ] {
+        let rendered = check(language, text);
+        let outline = outline_of(language, text).join("\n");
+        let members = members_of(language, text).join("\n");
+        insta::assert_snapshot!(
+            format!("{}_definitions", language.name()),
+            format!("{rendered}\n# outline\n{outline}\n\n# members (small budget)\n{members}\n")
+        );
     }
 }

@@ -15,7 +15,7 @@ use super::IndexError;
 
 /// Bumped whenever the on-disk format changes; older indexes are rebuilt. 5: files store the
 /// languages of issue 53 (Ruby … Haskell, codes 11-21), which an older raggrep would read as text.
-/// 6: YAML, TOML and JSON (codes 22-24).
+/// 6: YAML, TOML and JSON (codes 22-24); Dart, Objective-C, OCaml, R and Julia (25-29).
 pub const FORMAT_VERSION: u32 = 6;
 const MAGIC: &[u8; 4] = b"RGMF";
 const FOOTER_LEN: usize = 4 + 4 + 8 + 8;

@@ -253,7 +253,7 @@ pub struct SearchArgs {
     #[serde(default)]
     #[schemars(with = "String", transform = optional_argument)]
     pub path: Option<String>,
-    /// Only this language: rust, python, javascript, typescript, tsx, go, java, c, cpp, ruby, php, csharp, kotlin, swift, scala, elixir, lua, bash, zig, haskell, yaml, toml, json, markdown or text.
+    /// Only this language: rust, python, javascript, typescript, tsx, go, java, c, cpp, ruby, php, csharp, kotlin, swift, scala, elixir, lua, bash, zig, haskell, dart, objc, ocaml, r, julia, yaml, toml, json, markdown or text.
     #[serde(default)]
     #[schemars(with = "String", transform = optional_argument)]
     pub lang: Option<String>,
@@ -636,7 +636,7 @@ impl RaggrepMcp {
         let language = match args.lang.as_deref() {
             None => None,
             Some(l) => Some(Language::from_name(l).ok_or_else(|| {
-                format!("unknown language {l:?}: use rust, python, javascript, typescript, tsx, go, java, c, cpp, ruby, php, csharp, kotlin, swift, scala, elixir, lua, bash, zig, haskell, yaml, toml, json, markdown or text")
+                format!("unknown language {l:?}: use rust, python, javascript, typescript, tsx, go, java, c, cpp, ruby, php, csharp, kotlin, swift, scala, elixir, lua, bash, zig, haskell, dart, objc, ocaml, r, julia, yaml, toml, json, markdown or text")
             })?),
         };
         let path_glob = args.path.as_deref().map(|g| confine::check_glob(&self.roots()?, g)).transpose()?;

@@ -17,9 +17,10 @@ M.defaults = {
   -- Languages raggrep indexes (plus docs/config formats); the server indexes the whole
   -- workspace, these only decide which buffers start/attach the client.
   filetypes = {
-    'bash', 'c', 'cpp', 'cs', 'elixir', 'go', 'haskell', 'java', 'javascript', 'javascriptreact',
-    'kotlin', 'lua', 'markdown', 'php', 'python', 'ruby', 'rust', 'scala', 'sh', 'swift', 'toml',
-    'typescript', 'typescriptreact', 'yaml', 'json', 'zig',
+    'bash', 'c', 'cpp', 'cs', 'dart', 'elixir', 'go', 'haskell', 'java', 'javascript',
+    'javascriptreact', 'julia', 'kotlin', 'lua', 'markdown', 'objc', 'ocaml', 'php', 'python', 'r',
+    'ruby', 'rust', 'scala', 'sh', 'swift', 'toml', 'typescript', 'typescriptreact', 'yaml', 'json',
+    'zig',
   },
   -- A directory holding one of these is the workspace root (nearest first).
   root_markers = {

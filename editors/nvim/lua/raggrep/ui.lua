@@ -53,12 +53,13 @@ local team_filetypes = {
   tsx = 'typescriptreact', go = 'go', java = 'java', c = 'c', cpp = 'cpp', markdown = 'markdown',
   ruby = 'ruby', php = 'php', csharp = 'cs', kotlin = 'kotlin', swift = 'swift', scala = 'scala',
   elixir = 'elixir', lua = 'lua', bash = 'sh', zig = 'zig', haskell = 'haskell', yaml = 'yaml',
-  toml = 'toml', json = 'jsonc',
+  toml = 'toml', json = 'jsonc', dart = 'dart', objc = 'objc', ocaml = 'ocaml', r = 'r', julia = 'julia',
 }
 
 --- A line comment's opening in each language that does not use `//`.
 local comment_leaders = {
-  python = '#', ruby = '#', elixir = '#', bash = '#', yaml = '#', toml = '#', lua = '--', haskell = '--',
+  python = '#', ruby = '#', elixir = '#', bash = '#', yaml = '#', toml = '#', r = '#', julia = '#',
+  lua = '--', haskell = '--',
 }
 
 --- Whether a result is a team index hit (a repository, and no file of this machine).
@@ -72,6 +73,8 @@ local function comment(language, text)
     return comment_leaders[language] .. ' ' .. text
   elseif language == 'markdown' then
     return '<!-- ' .. text .. ' -->'
+  elseif language == 'ocaml' then
+    return '(* ' .. text .. ' *)'
   elseif team_filetypes[language] then
     return '// ' .. text
   end

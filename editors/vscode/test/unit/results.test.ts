@@ -392,6 +392,9 @@ test('a team document: a header comment with repository, location and symbol, th
   assert.equal(languageId('json'), 'jsonc');
   assert.equal(commentLine('toml', 'x'), '# x');
   assert.equal(commentLine('json', 'x'), '// x');
+  assert.equal(languageId('objc'), 'objective-c');
+  assert.equal(commentLine('ocaml', 'x'), '(* x *)');
+  assert.equal(commentLine('r', 'x'), '# x');
 });
 
 test('a team index that could not answer: the separator and one error row, no hit rows', () => {
