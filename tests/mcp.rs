@@ -350,8 +350,8 @@ fn find_symbol_finds_the_methods_of_a_small_object() {
 
 /// A language added with issue 53 answers as the first nine do: Ruby's qualified names in
 /// `find_symbol` (`Rack::Builder.call`, with `::` throughout, or Ruby's own
-/// `Rack::Builder#call`), `outline`, the `lang` filter;
-/// a script without an extension is read as shell from its `#!` line.
+/// `Rack::Builder#call`), `outline`, the `lang` filter; a script without an extension is read
+/// as shell from its `#!` line; Julia's `put!` is found in its module.
 #[test]
 fn ruby_and_shell_scripts_have_symbols_outlines_and_a_language_filter() {
     let (_dir, root) = polyglot();
@@ -359,6 +359,12 @@ fn ruby_and_shell_scripts_have_symbols_outlines_and_a_language_filter() {
     std::fs::write(
         root.join("lib/rack/builder.rb"),
         "module Rack\n  # Assembles middleware into one app.\n  class Builder\n    def initialize(app)\n      @app = app\n    end\n\n    # Runs the quokka middleware chain.\n    def call(env)\n      @app.call(env)\n    end\n  end\nend\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(
+        root.join("src/caches.jl"),
+        "module Caches\n\n\"\"\"\n    put!(c, k, v)\n\nStores a quokka value.\n\"\"\"\nfunction put!(c, k, v)\n    c[k] = v\nend\n\nend\n",
     )
     .unwrap();
     std::fs::create_dir_all(root.join("bin")).unwrap();
@@ -390,6 +396,12 @@ fn ruby_and_shell_scripts_have_symbols_outlines_and_a_language_filter() {
     let outline = session.structured("outline", json!({ "path": "bin/deploy" }));
     assert_eq!(outline["language"], "bash", "{outline}");
     assert!(outline.to_string().contains("\"ship_release\""), "{outline}");
+    // One of the languages the issue adds last: Julia's `put!` by its name, in its module.
+    wait_for_hit(&mut session, "stores a quokka value", "src/caches.jl:");
+    let found = session.structured("find_symbol", json!({ "name": "put!" }));
+    assert_eq!(found["definitions"][0]["symbol"], "Caches.put!", "{found}");
+    let outline = session.structured("outline", json!({ "path": "src/caches.jl" }));
+    assert_eq!(outline["language"], "julia", "{outline}");
     let found = session.structured("search", json!({ "query": "quokka", "mode": "lexical", "lang": "ruby" }));
     let hits = found["results"].as_array().cloned().unwrap_or_default();
     assert!(!hits.is_empty() && hits.iter().all(|h| h["language"] == "ruby"), "{found}");
