@@ -372,6 +372,13 @@ pub fn is_test_container(container: &str) -> bool {
     container.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-')).any(is_test_name)
 }
 
+/// Implementation code: a file with a grammar that is neither test-like nor a declaration file.
+/// The index embeds it first ([`crate::index`]'s embedding order), and its vectors are the ones
+/// an answer to a question about the code needs.
+pub fn is_implementation(path: &str, language: Language) -> bool {
+    language.grammar().is_some() && !is_test_like(path) && !is_declaration_file(path)
+}
+
 /// A declaration file: TypeScript's `.d.ts` (`.d.mts`, `.d.cts`) or a Python stub (`.pyi`). It
 /// restates an implementation's signatures and doc comments for type checkers, so beside that
 /// implementation it matches a question as well as the code does without being the code.

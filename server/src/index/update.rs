@@ -825,12 +825,12 @@ fn embedding_order(
         let language = Language::from_u8(file.language);
         let class = if urgent.contains(file.path.as_str()) {
             0
-        } else if language.grammar().is_none() {
-            3
-        } else if crate::lang::is_test_like(&file.path) || crate::lang::is_declaration_file(&file.path) {
+        } else if crate::lang::is_implementation(&file.path, language) {
+            1
+        } else if language.grammar().is_some() {
             2
         } else {
-            1
+            3
         };
         // Within a class: files of the latest commits first, then the newest files.
         (class, recent.get(&file.path).copied().unwrap_or(u32::MAX), u64::MAX - file.mtime_ns)
@@ -1423,6 +1423,40 @@ mod tests {
             (0, 1, 1)
         );
         assert_eq!(snapshot.pending_under("li"), 0, "a directory is a whole path segment");
+    }
+
+    /// The default search ranks by the words until most of the implementation code has vectors
+    /// (`Snapshot::code_mostly_embedded`): pending tests and docs do not hold it back, a cold
+    /// tree's pending code does, an edit's few pending chunks do not.
+    #[test]
+    fn code_mostly_embedded_counts_implementation_chunks_only() {
+        let root = tempfile::tempdir().unwrap();
+        let write = |rel: &str, text: &str| write_file(root.path(), rel, text);
+        let location = IndexLocation::new(root.path(), None).unwrap();
+        let embedder = crate::embed::FakeEmbedder::new(16);
+        let options = IndexOptions { shared_cache: None, ..IndexOptions::default() };
+        let words_only = IndexOptions { embed: false, ..options.clone() };
+        let functions = |prefix: &str| -> String {
+            (0..100).map(|i| format!("def {prefix}_{i}(x):\n    return x + {i}\n\n\n")).collect()
+        };
+        let run = |options: &IndexOptions| {
+            update(&location, &embedder, options, &mut |_| {}).unwrap();
+            crate::index::Snapshot::open(&location).unwrap()
+        };
+        write("app/core.py", &functions("core"));
+        assert!(!run(&words_only).code_mostly_embedded(), "a cold tree's code has no vector");
+        assert!(run(&options).code_mostly_embedded());
+        // Tests, docs and text waiting for vectors do not count.
+        write("tests/test_core.py", &functions("test"));
+        write("docs/guide.md", &"# Guide\n\nWords about the core.\n\n".repeat(100));
+        let snapshot = run(&words_only);
+        assert!(snapshot.is_partial() && snapshot.code_mostly_embedded());
+        // An edit's pending chunks do not; a new body of code without vectors does.
+        write("app/core.py", &functions("core").replace("return x + 1\n", "return x + 1001\n"));
+        assert!(run(&words_only).code_mostly_embedded());
+        write("app/more.py", &functions("more"));
+        write("app/most.py", &functions("most"));
+        assert!(!run(&words_only).code_mostly_embedded());
     }
 
     #[test]

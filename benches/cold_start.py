@@ -1,0 +1,313 @@
+"""Cold start (issue 54): a repository raggrep has never seen, asked a question.
+
+Usage:
+    python3 benches/cold_start.py RAGGREP_BIN [--repo NAME ...] [--at 1,5,30,60,120]
+        [--json OUT] [--cache DIR] [--no-reference] [--keep]
+
+For each repository of semble's benchmark (the local copy `benches/questions.py` reads; default:
+commons-lang, 101k lines of Java in the tune half), on a fresh copy of its benchmark root with
+the machine-wide embedding cache off (so every vector is computed):
+
+1. the first answer: a one-shot `raggrep query` of the first question, timed from the start — it
+   indexes the words, answers, and leaves a niced background indexer embedding the rest;
+2. the quality curve: at each `--at` second (from the start) every question of the repository is
+   asked at once (`raggrep query -`), scored as `questions.py` scores (NDCG@10, chunk protocol),
+   beside how many chunks had a vector then (`raggrep status`);
+3. time to every vector (the background indexer's exit), its peak RSS, and the full answer;
+4. beside the absolute times, the ratio against raw ONNX Runtime measured in the same run: the
+   same model embedding a sample of the tree's chunk texts with Python onnxruntime
+   (`benches/ort_reference.py`, tools venv of `scripts/bootstrap.sh`), projected to every chunk.
+
+The CPU's vector extensions are printed with every run: int8 speed differs 2-3x between CPUs
+with and without AVX-512 VNNI. Nothing here is fetched; the data is the local copy of semble's
+benchmark (see `benches/questions.py`).
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+spec = importlib.util.spec_from_file_location("questions", HERE / "questions.py")
+questions = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(questions)
+
+DEFAULT_REPOS = ["commons-lang"]
+DEFAULT_AT = [1, 5, 15, 30, 60, 120, 240]
+REFERENCE_SAMPLE = 400
+TOOLS_PYTHON = Path.home() / ".cache" / "raggrep" / "tools" / "venv" / "bin" / "python"
+
+
+def cpu_flags():
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return {}
+    flags = set()
+    model = ""
+    for line in text.splitlines():
+        if line.startswith("flags") and not flags:
+            flags = set(line.split(":", 1)[1].split())
+        if line.startswith("model name") and not model:
+            model = line.split(":", 1)[1].strip()
+    wanted = ["avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8"]
+    return {"model": model, "cpus": os.cpu_count(), "flags": [f for f in wanted if f in flags]}
+
+
+def peak_rss_kb(pid):
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def alive(pid):
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+        return state not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def score(answers, tasks, chunk_paths, full):
+    """Mean NDCG@10 over the questions, and per category, as questions.py scores."""
+    rows = []
+    for task, answer in zip(tasks, answers):
+        hits = [(full(h["path"]), h["start_line"], h["end_line"]) for h in answer.get("results", [])][:10]
+        ranks = []
+        for target in task["targets"]:
+            for rank, (path, start, end) in enumerate(hits, 1):
+                if questions.covers(path, start, end, target):
+                    ranks.append(rank)
+                    break
+        held = sum(
+            1
+            for target in task["targets"]
+            if any(
+                questions.covers(path, s, e, target)
+                for path, spans in chunk_paths.items()
+                if questions.path_matches(path, target[0])
+                for s, e in spans
+            )
+        )
+        rows.append((task["category"], questions.ndcg_at_k(ranks, held, 10)))
+    by_category = defaultdict(list)
+    for category, value in rows:
+        by_category[category].append(value)
+    return questions.mean(v for _, v in rows), {c: questions.mean(v) for c, v in sorted(by_category.items())}
+
+
+def status(binary, root, env):
+    out = subprocess.run([binary, "status", "--root", str(root), "--json"], capture_output=True, text=True, env=env)
+    try:
+        return json.loads(out.stdout)
+    except json.JSONDecodeError:
+        return {}
+
+
+def ask_all(binary, root, tasks, env):
+    cmd = [binary, "query", "-", "--root", str(root), "--json", "-k", "10"]
+    started = time.monotonic()
+    out = subprocess.run(
+        cmd, input="".join(t["query"].replace("\n", " ") + "\n" for t in tasks), capture_output=True, text=True, env=env
+    )
+    elapsed = time.monotonic() - started
+    answers = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+    if len(answers) != len(tasks):
+        raise SystemExit(f"{root}: {len(tasks)} questions, {len(answers)} answers\n{out.stderr[-2000:]}")
+    return answers, elapsed
+
+
+def reference_rate(binary, root, env, chunks, threads):
+    """Raw ONNX Runtime's chunks per second on a sample of this tree's chunk texts."""
+    if not TOOLS_PYTHON.exists():
+        return None, f"no tools venv at {TOOLS_PYTHON} (scripts/bootstrap.sh makes it)"
+    model = status(binary, root, env).get("model")
+    model_dir = Path(env.get("RAGGREP_HOME") or Path.home() / ".cache" / "raggrep") / "models" / str(model)
+    if not (model_dir / "model.onnx").exists():
+        return None, f"no model.onnx in {model_dir}"
+    rng = random.Random(54)
+    sample = rng.sample(chunks, min(REFERENCE_SAMPLE, len(chunks)))
+    texts = []
+    for path, start, end in sample:
+        try:
+            lines = (root / path).read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue
+        texts.append(f"{path}\n" + "\n".join(lines[start - 1 : end]))
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(texts, f)
+        texts_file = f.name
+    try:
+        out = subprocess.run(
+            [
+                str(TOOLS_PYTHON),
+                str(HERE / "ort_reference.py"),
+                "--model-dir",
+                str(model_dir),
+                "--texts",
+                texts_file,
+                "--threads",
+                str(threads),
+            ],
+            capture_output=True,
+            text=True,
+        )
+    finally:
+        os.unlink(texts_file)
+    try:
+        result = json.loads(out.stdout.strip().splitlines()[-1])
+    except (json.JSONDecodeError, IndexError):
+        return None, f"ort_reference.py failed: {out.stderr[-500:]}"
+    return result["chunks"] / result["seconds"], None
+
+
+def run_repo(binary, cache, spec, tasks, args):
+    prefix = spec.get("benchmark_root") or ""
+    source = cache / "repos" / spec["name"] / prefix if prefix else cache / "repos" / spec["name"]
+    full = lambda p: f"{prefix}/{p}" if prefix else p  # noqa: E731  repository-relative
+    work = Path(tempfile.mkdtemp(prefix=f"cold-{spec['name']}-"))
+    root = work / (Path(prefix).name if prefix else spec["name"])
+    shutil.copytree(source, root, symlinks=True, ignore=shutil.ignore_patterns(".raggrep"))
+    env = dict(os.environ, RAGGREP_EMBEDDING_CACHE="off")
+    samples = []
+    try:
+        started = time.monotonic()
+        first = subprocess.run(
+            [binary, "query", tasks[0]["query"], "--root", str(root), "--json", "-k", "10"],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        first_s = time.monotonic() - started
+        if first.returncode != 0:
+            raise SystemExit(f"first query failed: {first.stderr[-2000:]}")
+        found = re.search(r"\(pid (\d+)", first.stderr)
+        pid = int(found.group(1)) if found else None
+        first_answer = json.loads(first.stdout.splitlines()[0]) if first.stdout.strip() else {}
+        # Chunk spans for the ideal of each question (the same index whatever its vectors).
+        chunks = questions.indexed_chunks(binary, root, [])
+        chunk_paths = defaultdict(list)
+        for path, start, end in chunks:
+            chunk_paths[full(path)].append((start, end))
+        peak = 0
+        at = sorted(set(args.at))
+        done_s = None
+
+        def sample(label):
+            state = status(binary, root, env)
+            asked = time.monotonic() - started
+            answers, took = ask_all(binary, root, tasks, env)
+            ndcg, categories = score(answers, tasks, chunk_paths, full)
+            row = {
+                "at": label,
+                "s": round(asked, 2),
+                "embedded": state.get("embedded", 0),
+                "chunks": state.get("chunks", 0),
+                "ndcg10": ndcg,
+                "categories": categories,
+                "questions_s": round(took, 2),
+                "partial": any(a.get("partial") for a in answers),
+            }
+            samples.append(row)
+            print(
+                f"  {label:>8}  t={row['s']:7.1f}s  vectors {row['embedded']:6d}/{row['chunks']:<6d}"
+                f"  NDCG@10 {ndcg:.3f}  ({took:.1f} s for {len(tasks)} questions)",
+                file=sys.stderr,
+            )
+
+        sample("first")
+        for target in at:
+            while pid and alive(pid) and time.monotonic() - started < target:
+                peak = max(peak, peak_rss_kb(pid) or 0)
+                time.sleep(0.25)
+            if pid and not alive(pid):
+                break
+            sample(f"{target}s")
+        while pid and alive(pid):
+            peak = max(peak, peak_rss_kb(pid) or 0)
+            time.sleep(0.25)
+        done_s = time.monotonic() - started
+        sample("complete")
+        rate, why = (None, "skipped (--no-reference)")
+        if not args.no_reference:
+            rate, why = reference_rate(binary, root, env, chunks, os.cpu_count() or 1)
+        total = samples[-1]["chunks"]
+        reference = (
+            {"chunks_per_s": round(rate, 1), "projected_s": round(total / rate, 1), "ratio": round(done_s / (total / rate), 2)}
+            if rate
+            else {"skipped": why}
+        )
+        lines = sum(
+            (root / p).read_text(encoding="utf-8", errors="replace").count("\n")
+            for p in {c[0] for c in chunks}
+            if (root / p).is_file()
+        )
+        return {
+            "repo": spec["name"],
+            "language": spec["language"],
+            "lines": lines,
+            "chunks": total,
+            "first_answer_s": round(first_s, 2),
+            "first_answer_hits": len(first_answer.get("results", [])),
+            "every_vector_s": round(done_s, 1),
+            "background_peak_rss_mb": round(peak / 1024, 1) if peak else None,
+            "reference": reference,
+            "curve": samples,
+        }
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("binary")
+    parser.add_argument("--cache", default=os.environ.get("RAGGREP_QUESTIONS_CACHE", str(Path.home() / ".cache/raggrep/semble-bench")))
+    parser.add_argument("--repo", action="append", help="repository of semble's benchmark (default: commons-lang)")
+    parser.add_argument("--at", default=",".join(map(str, DEFAULT_AT)), type=lambda s: [float(x) for x in s.split(",") if x])
+    parser.add_argument("--json", help="write every number here")
+    parser.add_argument("--no-reference", action="store_true", help="skip the raw ONNX Runtime reference")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary copies")
+    args = parser.parse_args()
+    binary = str(Path(args.binary).resolve())
+    cache = Path(args.cache)
+    specs = {s["name"]: s for s in json.loads((cache / "benchmarks" / "repos.json").read_text())}
+    tasks = questions.load_tasks(cache, specs)
+    machine = cpu_flags()
+    print(f"cpu: {machine.get('model')} ({machine.get('cpus')} cpus; {' '.join(machine.get('flags', []))})", file=sys.stderr)
+    results = []
+    for name in args.repo or DEFAULT_REPOS:
+        if name not in specs or name not in tasks or questions.split_of(name) is None:
+            raise SystemExit(f"{name}: not a measured repository of the benchmark")
+        print(f"{name} ({questions.split_of(name)} half, {len(tasks[name])} questions):", file=sys.stderr)
+        result = run_repo(binary, cache, specs[name], tasks[name], args)
+        result["split"] = questions.split_of(name)
+        results.append(result)
+        ref = result["reference"]
+        print(
+            f"  {result['lines']} lines, {result['chunks']} chunks: first answer {result['first_answer_s']} s,"
+            f" every vector {result['every_vector_s']} s"
+            + (f" (raw ONNX Runtime: {ref['projected_s']} s, ratio {ref['ratio']})" if "ratio" in ref else f" ({ref['skipped']})")
+            + f", background indexer peak RSS {result['background_peak_rss_mb']} MB",
+            file=sys.stderr,
+        )
+    if args.json:
+        Path(args.json).write_text(json.dumps({"machine": machine, "repos": results}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
