@@ -328,3 +328,39 @@ fn a_repeated_query_runs_the_model_once() {
     assert_eq!(model.embed_query("where do we validate API tokens?").unwrap(), first);
     assert_eq!(model.query_inferences(), 3, "only the last query is remembered");
 }
+
+/// A model whose metadata reads fewer tokens than the engine's limit is fed no more than that:
+/// the tokenizer truncates at the model's own `max_tokens`, so the vector of a long text is the
+/// vector of its beginning.
+#[test]
+fn a_models_own_token_limit_truncates_its_input() {
+    let installed = Assets::locate(None, None).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for file in ["model.onnx", "tokenizer.json"] {
+        std::os::unix::fs::symlink(installed.model_dir.join(file), dir.path().join(file)).unwrap();
+    }
+    let metadata: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(installed.model_dir.join("raggrep-model.json")).unwrap())
+            .unwrap();
+    let mut short = metadata.clone();
+    short["id"] = serde_json::json!("short-reader");
+    short["max_tokens"] = serde_json::json!(32);
+    std::fs::write(dir.path().join("raggrep-model.json"), short.to_string()).unwrap();
+    let embedder =
+        OnnxEmbedder::load(Assets { model_dir: dir.path().to_path_buf(), ..installed.clone() }, symmetric()).unwrap();
+    assert_eq!(embedder.info().max_tokens, 32);
+    let long = "fn parse_config(path: &Path) -> Result<Config> { read(path)?.parse() }\n".repeat(20);
+    assert_eq!(embedder.count_tokens(&long).unwrap(), 32);
+    // The same model reading at its full length sees more of the text: another vector.
+    let full = embedder_at(&installed, 256);
+    assert!(full.count_tokens(&long).unwrap() > 32);
+    let head: String = long.lines().take(2).collect::<Vec<_>>().join("\n");
+    let truncated = embedder.embed_documents(&[long.as_str()]).unwrap().remove(0);
+    let head_vector = full.embed_documents(&[head.as_str()]).unwrap().remove(0);
+    assert!(truncated.dot(&full.embed_documents(&[long.as_str()]).unwrap()[0]) < 0.9999);
+    assert!(truncated.dot(&head_vector) > 0.9, "the truncated vector reads the text's beginning");
+}
+
+fn embedder_at(installed: &Assets, max_tokens: usize) -> OnnxEmbedder {
+    OnnxEmbedder::load(installed.clone(), EmbedOptions { max_tokens, ..symmetric() }).unwrap()
+}

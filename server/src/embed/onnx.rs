@@ -112,12 +112,17 @@ impl OnnxEmbedder {
     /// Loads the tokenizer and the model. Takes ~0.1–0.3 s.
     pub fn load(assets: Assets, options: EmbedOptions) -> Result<OnnxEmbedder, EmbedError> {
         let environment = environment(&assets)?;
+        let metadata = assets.metadata()?;
+        // The model's own limit (its metadata) if lower than the options': the tokenizer is what
+        // enforces it.
+        let max_tokens =
+            metadata.as_ref().and_then(|m| m.max_tokens).map_or(options.max_tokens, |m| m.min(options.max_tokens));
         let mut tokenizer = Tokenizer::from_file(assets.tokenizer_path()).map_err(|e| EmbedError::Model {
             path: assets.tokenizer_path().display().to_string(),
             message: e.to_string(),
         })?;
         tokenizer
-            .with_truncation(Some(TruncationParams { max_length: options.max_tokens, ..TruncationParams::default() }))
+            .with_truncation(Some(TruncationParams { max_length: max_tokens, ..TruncationParams::default() }))
             .map_err(|e| EmbedError::Tokenize(e.to_string()))?;
         tokenizer.with_padding(None);
 
@@ -140,7 +145,6 @@ impl OnnxEmbedder {
             }
         }
         let needs_token_type_ids = input_names.contains(&"token_type_ids");
-        let metadata = assets.metadata()?;
         let dim = match metadata.as_ref().and_then(|m| m.dim) {
             Some(dim) => dim,
             None => output_dim(&documents).ok_or_else(|| EmbedError::Model {
@@ -149,8 +153,6 @@ impl OnnxEmbedder {
             })?,
         };
         let id = assets.model_id_from(metadata.as_ref())?;
-        let max_tokens =
-            metadata.as_ref().and_then(|m| m.max_tokens).map_or(options.max_tokens, |m| m.min(options.max_tokens));
         let query_model = match options.query_encoder {
             QueryEncoder::Tuned => assets.query_model(),
             QueryEncoder::Document => None,
