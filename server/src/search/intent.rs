@@ -34,6 +34,10 @@ pub struct Intent {
     /// A question about a task the user does ("how do I roll back a release", "how to …"):
     /// guides answer those as well as code does, unlike "how does X work".
     pub task: bool,
+    /// A question about how a part of the code works ("how does dependency injection work",
+    /// "how are routes registered"): its answer is the files that make up that part, so each
+    /// file's best place comes before a second place of any one file.
+    pub overview: bool,
 }
 
 /// Separators of a qualified name: `Rack::Builder`, `pkg.Func`, `App\Http`, `self->field`,
@@ -139,7 +143,8 @@ impl Intent {
         let task = ["how do i ", "how do we ", "how do you ", "how can i ", "how can we ", "how should i ", "how to "]
             .iter()
             .any(|p| lower.starts_with(p));
-        Intent { shape, keywords, names, task }
+        let overview = shape == Shape::Question && lower.starts_with("how ") && !task;
+        Intent { shape, keywords, names, task, overview }
     }
 
     /// The query asks about documentation itself, so prose answers it.
@@ -595,6 +600,28 @@ mod tests {
         assert!(Intent::of("how does dependency injection work").names.is_empty());
         assert!(Intent::of("How do I roll back a release").task);
         assert!(!Intent::of("how does routing work").task);
+    }
+
+    /// "How does X work" asks for the files that make X up; a task, a topic or a doc comment's
+    /// sentence does not.
+    #[test]
+    fn how_a_part_works_is_an_overview_question() {
+        for q in [
+            "how does dependency injection work",
+            "How are routes registered and resolved",
+            "how the engine abstraction separates the client API",
+        ] {
+            assert!(Intent::of(q).overview, "{q}");
+        }
+        for q in [
+            "How do I roll back a release",
+            "how to add a middleware",
+            "HTTP caching middleware",
+            "Router",
+            "Returns how many bytes were read",
+        ] {
+            assert!(!Intent::of(q).overview, "{q}");
+        }
     }
 
     #[test]
