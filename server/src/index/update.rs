@@ -1425,11 +1425,11 @@ mod tests {
         assert_eq!(snapshot.pending_under("li"), 0, "a directory is a whole path segment");
     }
 
-    /// The default search ranks by the words until most of the implementation code has vectors
-    /// (`Snapshot::code_mostly_embedded`): pending tests and docs do not hold it back, a cold
+    /// The default search ranks by the words until the implementation code has its vectors
+    /// (`Snapshot::code_embedded`): pending tests and docs do not hold it back, a cold
     /// tree's pending code does, an edit's few pending chunks do not.
     #[test]
-    fn code_mostly_embedded_counts_implementation_chunks_only() {
+    fn code_embedded_counts_implementation_chunks_only() {
         let root = tempfile::tempdir().unwrap();
         let write = |rel: &str, text: &str| write_file(root.path(), rel, text);
         let location = IndexLocation::new(root.path(), None).unwrap();
@@ -1444,19 +1444,19 @@ mod tests {
             crate::index::Snapshot::open(&location).unwrap()
         };
         write("app/core.py", &functions("core"));
-        assert!(!run(&words_only).code_mostly_embedded(), "a cold tree's code has no vector");
-        assert!(run(&options).code_mostly_embedded());
+        assert!(!run(&words_only).code_embedded(), "a cold tree's code has no vector");
+        assert!(run(&options).code_embedded());
         // Tests, docs and text waiting for vectors do not count.
         write("tests/test_core.py", &functions("test"));
         write("docs/guide.md", &"# Guide\n\nWords about the core.\n\n".repeat(100));
         let snapshot = run(&words_only);
-        assert!(snapshot.is_partial() && snapshot.code_mostly_embedded());
+        assert!(snapshot.is_partial() && snapshot.code_embedded());
         // An edit's pending chunks do not; a new body of code without vectors does.
         write("app/core.py", &functions("core").replace("return x + 1\n", "return x + 1001\n"));
-        assert!(run(&words_only).code_mostly_embedded());
+        assert!(run(&words_only).code_embedded());
         write("app/more.py", &functions("more"));
         write("app/most.py", &functions("most"));
-        assert!(!run(&words_only).code_mostly_embedded());
+        assert!(!run(&words_only).code_embedded());
     }
 
     #[test]

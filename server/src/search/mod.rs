@@ -399,12 +399,12 @@ pub fn search_with(
 }
 
 /// Whether a query in `mode` is ranked by [`words_with_evidence`]: lexical mode, and the default
-/// search of an index whose implementation code is mostly without vectors yet (a first query on
-/// a fresh tree, while the model works): the learned fusion over a partial set of vectors ranks
-/// below the words' own ranking, whatever has a vector ahead of whatever has none
-/// ([`Snapshot::code_mostly_embedded`]).
+/// search of an index whose implementation code is not embedded yet (a first query on a fresh
+/// tree, while the model works): the learned fusion over a partial set of vectors ranks below
+/// the words' own ranking, whatever has a vector ahead of whatever has none
+/// ([`Snapshot::code_embedded`]).
 fn by_words(snapshot: &Snapshot, mode: Mode) -> bool {
-    mode == Mode::Lexical || (mode == Mode::Hybrid && (snapshot.embedded() == 0 || !snapshot.code_mostly_embedded()))
+    mode == Mode::Lexical || (mode == Mode::Hybrid && (snapshot.embedded() == 0 || !snapshot.code_embedded()))
 }
 
 /// The ranking without vectors (`--mode lexical`, a root whose vectors another model built):
