@@ -232,17 +232,7 @@ fn push_windows(
         return;
     }
     let kind = if symbol.is_some() { ChunkKind::Section } else { ChunkKind::Code };
-    let ranges = if estimate_tokens(&text[range.clone()]) <= config.max_tokens {
-        vec![range]
-    } else {
-        lines::split_lines(text, range, config)
-    };
-    out.extend(ranges.into_iter().map(|range| Piece {
-        range,
-        kind,
-        symbol: symbol.clone(),
-        container: container.clone(),
-    }));
+    out.extend(lines::unit(text, range, kind, symbol, container, config));
 }
 
 /// A file's lines as (start, end) byte offsets, each end past its newline.

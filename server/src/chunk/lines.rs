@@ -14,6 +14,27 @@ pub(crate) fn windows(text: &str, range: Range<usize>, config: &ChunkConfig) -> 
         .collect()
 }
 
+/// A unit kept whole when it fits the token budget, else cut into windows; every piece keeps
+/// the unit's kind and name (a long Markdown section, a big configuration section).
+pub(crate) fn unit(
+    text: &str,
+    range: Range<usize>,
+    kind: ChunkKind,
+    symbol: Option<String>,
+    container: Option<String>,
+    config: &ChunkConfig,
+) -> Vec<Piece> {
+    let ranges = if estimate_tokens(&text[range.clone()]) <= config.max_tokens {
+        vec![range]
+    } else {
+        split_lines(text, range, config)
+    };
+    ranges
+        .into_iter()
+        .map(|range| Piece { range, kind, symbol: symbol.clone(), container: container.clone() })
+        .collect()
+}
+
 /// The byte ranges of the windows `windows` makes.
 pub(crate) fn split_lines(text: &str, range: Range<usize>, config: &ChunkConfig) -> Vec<Range<usize>> {
     // Lines of the range as byte ranges, each including its newline.

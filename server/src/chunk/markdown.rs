@@ -1,7 +1,7 @@
 //! Markdown: one chunk per section (a heading and the text up to the next heading), with the
 //! headings above it as its container. Long sections are split into line windows.
 
-use super::{ChunkConfig, ChunkKind, Piece, estimate_tokens, lines};
+use super::{ChunkConfig, ChunkKind, Piece, lines};
 
 pub(crate) fn split(text: &str, config: &ChunkConfig) -> Vec<Piece> {
     // (byte offset, level, title) of every ATX heading outside fenced code.
@@ -52,17 +52,7 @@ fn push_section(
     out: &mut Vec<Piece>,
 ) {
     let kind = if symbol.is_some() { ChunkKind::Section } else { ChunkKind::Text };
-    let ranges = if estimate_tokens(&text[range.clone()]) <= config.max_tokens {
-        vec![range]
-    } else {
-        lines::split_lines(text, range, config)
-    };
-    out.extend(ranges.into_iter().map(|range| Piece {
-        range,
-        kind,
-        symbol: symbol.clone(),
-        container: container.clone(),
-    }));
+    out.extend(lines::unit(text, range, kind, symbol, container, config));
 }
 
 /// `## Title` → (2, "Title"); at most three leading spaces, as CommonMark says.

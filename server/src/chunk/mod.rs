@@ -481,17 +481,7 @@ fn cover_gaps(text: &str, mut pieces: Vec<Piece>, config: &ChunkConfig) -> Vec<P
         if text[range.clone()].trim().is_empty() {
             return;
         }
-        let ranges = if estimate_tokens(&text[range.clone()]) > config.max_tokens {
-            lines::split_lines(text, range, config)
-        } else {
-            vec![range]
-        };
-        out.extend(ranges.into_iter().map(|range| Piece {
-            range,
-            kind: ChunkKind::Code,
-            symbol: None,
-            container: None,
-        }));
+        out.extend(lines::unit(text, range, ChunkKind::Code, None, None, config));
     };
     // A byte-order mark (C# files often start with one) is no code of its own: the first piece
     // covers its line.
