@@ -72,25 +72,18 @@ fn entries(text: &str, language: Language) -> Option<Vec<Entry>> {
 
 fn collect(text: &str, entries: &[Entry], parent: &[String], out: &mut Vec<(String, Option<String>, Range<usize>)>) {
     for entry in entries {
-        let Some((name, container)) = named(parent, &entry.path) else {
-            collect(text, &entry.members, parent, out);
-            continue;
-        };
-        let range = super::trim_range(text, entry.range.clone());
-        if !range.is_empty() {
-            out.push((name, container, range));
-        }
         let mut path = parent.to_vec();
         path.extend(entry.path.iter().cloned());
+        let range = super::trim_range(text, entry.range.clone());
+        // An unnamed item lists nothing of its own; its members stand under its parent.
+        if !entry.path.is_empty()
+            && !range.is_empty()
+            && let (Some(name), container) = split_path(&path)
+        {
+            out.push((name, container, range));
+        }
         collect(text, &entry.members, &path, out);
     }
-}
-
-/// An entry's (symbol, container) under `parent`: its last key, and the keys above it.
-fn named(parent: &[String], path: &[String]) -> Option<(String, Option<String>)> {
-    let (last, above) = path.split_last()?;
-    let container: Vec<&str> = parent.iter().chain(above).map(String::as_str).collect();
-    Some((last.clone(), (!container.is_empty()).then(|| container.join("."))))
 }
 
 /// Turns entries into pieces (see the module comment). `lead`, when set, is where the first
@@ -573,16 +566,32 @@ mod toml {
         (!key.is_empty()).then_some(key)
     }
 
-    fn equals_outside_quotes(line: &str) -> Option<usize> {
+    /// The characters of a line outside its quoted strings (the quotes left out too), with
+    /// their byte offsets: where a TOML key, comment, dot or bracket can be.
+    fn unquoted(line: &str) -> impl Iterator<Item = (usize, char)> + '_ {
         let mut quote: Option<char> = None;
-        for (i, c) in line.char_indices() {
-            match (quote, c) {
-                (Some(q), c) if c == q => quote = None,
-                (Some(_), _) => {}
-                (None, '"' | '\'') => quote = Some(c),
-                (None, '=') => return Some(i),
-                (None, c) if !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | ' ' | '\t')) => return None,
-                _ => {}
+        line.char_indices().filter(move |&(_, c)| match quote {
+            Some(q) => {
+                if c == q {
+                    quote = None;
+                }
+                false
+            }
+            None if matches!(c, '"' | '\'') => {
+                quote = Some(c);
+                false
+            }
+            None => true,
+        })
+    }
+
+    fn equals_outside_quotes(line: &str) -> Option<usize> {
+        for (i, c) in unquoted(line) {
+            if c == '=' {
+                return Some(i);
+            }
+            if !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | ' ' | '\t')) {
+                return None;
             }
         }
         None
@@ -591,54 +600,29 @@ mod toml {
     /// Splits a dotted key at dots outside quotes, each part trimmed and unquoted.
     fn dotted(key: &str) -> Vec<String> {
         let mut parts = Vec::new();
-        let mut quote: Option<char> = None;
         let mut start = 0;
-        for (i, c) in key.char_indices() {
-            match (quote, c) {
-                (Some(q), c) if c == q => quote = None,
-                (Some(_), _) => {}
-                (None, '"' | '\'') => quote = Some(c),
-                (None, '.') => {
-                    parts.push(unquote(&key[start..i]).to_string());
-                    start = i + 1;
-                }
-                _ => {}
-            }
+        for (i, _) in unquoted(key).filter(|&(_, c)| c == '.') {
+            parts.push(unquote(&key[start..i]).to_string());
+            start = i + 1;
         }
         parts.push(unquote(&key[start..]).to_string());
         parts
     }
 
     fn strip_comment(line: &str) -> &str {
-        let mut quote: Option<char> = None;
-        for (i, c) in line.char_indices() {
-            match (quote, c) {
-                (Some(q), c) if c == q => quote = None,
-                (Some(_), _) => {}
-                (None, '"' | '\'') => quote = Some(c),
-                (None, '#') => return &line[..i],
-                _ => {}
-            }
-        }
-        line
+        unquoted(line).find(|&(_, c)| c == '#').map_or(line, |(i, _)| &line[..i])
     }
 
     /// Net brackets opened on a line of code, outside strings: an array or inline table that
     /// goes on below it hides its lines from the key search.
     fn brackets(code: &str) -> i32 {
-        let mut quote: Option<char> = None;
-        let mut net = 0;
-        for c in code.chars() {
-            match (quote, c) {
-                (Some(q), c) if c == q => quote = None,
-                (Some(_), _) => {}
-                (None, '"' | '\'') => quote = Some(c),
-                (None, '[' | '{') => net += 1,
-                (None, ']' | '}') => net -= 1,
-                _ => {}
-            }
-        }
-        net
+        unquoted(code)
+            .map(|(_, c)| match c {
+                '[' | '{' => 1,
+                ']' | '}' => -1,
+                _ => 0,
+            })
+            .sum()
     }
 }
 
