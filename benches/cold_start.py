@@ -86,23 +86,7 @@ def score(answers, tasks, chunk_paths, full):
     """Mean NDCG@10 over the questions, and per category, as questions.py scores."""
     rows = []
     for task, answer in zip(tasks, answers):
-        hits = [(full(h["path"]), h["start_line"], h["end_line"]) for h in answer.get("results", [])][:10]
-        ranks = []
-        for target in task["targets"]:
-            for rank, (path, start, end) in enumerate(hits, 1):
-                if questions.covers(path, start, end, target):
-                    ranks.append(rank)
-                    break
-        held = sum(
-            1
-            for target in task["targets"]
-            if any(
-                questions.covers(path, s, e, target)
-                for path, spans in chunk_paths.items()
-                if questions.path_matches(path, target[0])
-                for s, e in spans
-            )
-        )
+        _, ranks, held = questions.judge(task, answer, chunk_paths, full)
         rows.append((task["category"], questions.ndcg_at_k(ranks, held, 10)))
     by_category = defaultdict(list)
     for category, value in rows:

@@ -185,6 +185,29 @@ def mean(values):
     return sum(values) / len(values) if values else float("nan")
 
 
+def judge(task, answer, chunk_paths, full):
+    """An answer's first TOP_K hits (repository-relative), the rank of the first hit covering
+    each target, and how many targets some indexed chunk covers (the ideal's size)."""
+    hits = [(full(h["path"]), h["start_line"], h["end_line"]) for h in answer.get("results", [])][:TOP_K]
+    ranks = []
+    for target in task["targets"]:
+        for rank, (path, start, end) in enumerate(hits, 1):
+            if covers(path, start, end, target):
+                ranks.append(rank)
+                break
+    held = sum(
+        1
+        for target in task["targets"]
+        if any(
+            covers(path, s, e, target)
+            for path, spans in chunk_paths.items()
+            if path_matches(path, target[0])
+            for s, e in spans
+        )
+    )
+    return hits, ranks, held
+
+
 def evaluate_repo(binary, cache, spec, tasks, args):
     checkout = cache / "repos" / spec["name"]
     prefix = spec.get("benchmark_root") or ""
@@ -203,23 +226,7 @@ def evaluate_repo(binary, cache, spec, tasks, args):
     answers, query_s = query_all(binary, root, [t["query"] for t in tasks], args.mode, args.rerank, where)
     rows = []
     for task, answer in zip(tasks, answers):
-        hits = [(full(h["path"]), h["start_line"], h["end_line"]) for h in answer.get("results", [])][:TOP_K]
-        ranks = []
-        for target in task["targets"]:
-            for rank, (path, start, end) in enumerate(hits, 1):
-                if covers(path, start, end, target):
-                    ranks.append(rank)
-                    break
-        held = sum(
-            1
-            for target in task["targets"]
-            if any(
-                covers(path, s, e, target)
-                for path, spans in chunk_paths.items()
-                if path_matches(path, target[0])
-                for s, e in spans
-            )
-        )
+        hits, ranks, held = judge(task, answer, chunk_paths, full)
         rows.append(
             {
                 "query": task["query"],
