@@ -303,8 +303,10 @@ impl Snapshot {
                 return Err(IndexError::Corrupt(format!("chunk refers to vector {slot} of {slots}")));
             }
         }
+        // Only a partly embedded index has code to wait for: a complete one (most opens) reads
+        // no path here.
         let mut code_pending = 0;
-        for file in m.files.iter() {
+        for file in m.files.iter().filter(|_| pending > 0) {
             if !crate::lang::is_implementation(file.path.as_str(), Language::from_u8(file.language)) {
                 continue;
             }
