@@ -11,14 +11,14 @@
 //! `--vectors int8` (the vector file in int8, converted from a copy of the f32 index).
 //! `--split tune|test` evaluates one half of `benches/retrieval/split.json` (issue 16: choices
 //! are made on TUNE, TEST is only reported). `--data DIR` reads another dataset of the same
-//! format (e.g. `scripts/training/build_fusion_data.sh`'s training packages), and
+//! format (e.g. `research/training/build_fusion_data.sh`'s training packages), and
 //! `--dump-features FILE` writes every query's hybrid candidates with the learned fusion's
-//! features as JSON lines, for `scripts/training/fit_fusion.py`. `--foreign` also asks each
+//! features as JSON lines, for `research/training/fit_fusion.py`. `--foreign` also asks each
 //! package as many queries of other packages (no answer there) and reports how the default
 //! search's confidence separates answers from non-answers and how well its hit scores are
 //! calibrated (`--confidence-floor auc=X,foreign_flagged=Y,hit_calibration=Z` checks them with
 //! `--check`); with `--dump-features` those queries are
-//! dumped too (`"gold": null`, for `scripts/training/fit_confidence.py`). `--team URL` (password in
+//! dumped too (`"gold": null`, for `research/training/fit_confidence.py`). `--team URL` (password in
 //! `PGPASSWORD`) also pushes every package to that team index (PostgreSQL + pgvector) as a
 //! repository of its own and asks it each query with `--repo` set to that package: the team
 //! index's ranking beside the local one, on the same queries.
@@ -589,7 +589,7 @@ fn main() {
         }
         if foreign {
             // Queries whose answer is in another package: this index holds no labelled answer
-            // for them (negatives for the confidence, and for scripts/training/fit_confidence.py).
+            // for them (negatives for the confidence, and for research/training/fit_confidence.py).
             for asked in foreign_queries(&by_package, package, golds.len()) {
                 let vector = embedder.embed_query(&asked.query).unwrap();
                 let query = Query { k: 10, ..Query::new(asked.query.clone()) };

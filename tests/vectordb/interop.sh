@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Interoperability of `raggrep db` with design seed 002's own stack: Python's sqlite3 with the
 # PyPI `sqlite-vec` package (Debian's /usr/bin/python3, whose sqlite3 can load extensions) and
-# all-MiniLM-L6-v2 vectors computed in Python (the bootstrap's tools venv, scripts/training/
+# all-MiniLM-L6-v2 vectors computed in Python (the bootstrap's tools venv, research/training/
 # embed.py's recipe). Installs the pinned, checksummed sqlite-vec wheel once under the tools
 # cache; ends with "N passed, M failed".
 set -euo pipefail

@@ -184,7 +184,7 @@ impl Chunk {
 /// The learned fusion's length feature. A chunk's line span counts its doc comment, so a
 /// documented function looked longer than the same code undocumented; the retrieval
 /// benchmark blanks the doc comment of each answer, so the span's length partly told the
-/// fusion which chunk had lost its comment (scripts/training/README.md, "Length in lines of
+/// fusion which chunk had lost its comment (research/training/README.md, "Length in lines of
 /// code"). Counting code only measures what the chunk does, documented or not.
 pub fn code_lines(text: &str, language: Language) -> u32 {
     let mut count = 0;

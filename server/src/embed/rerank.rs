@@ -1,7 +1,7 @@
 //! The cross-encoder reranker: reads a query and one candidate together and scores the pair.
 //!
 //! It is the document model's architecture fine-tuned on (doc comment, documented function)
-//! pairs of the training packages (`scripts/training/train_reranker.py`), with a linear head
+//! pairs of the training packages (`research/training/train_reranker.py`), with a linear head
 //! over the mean-pooled, normalised output. Unlike the embedding models it sees query and code
 //! at once, which is what tells a function from its sibling in the same file; it costs one
 //! model run per candidate, so search only asks it about its best few (`search::rerank`).
@@ -105,7 +105,7 @@ impl Reranker for OnnxReranker {
                 let ids = self.encode(query, passage)?;
                 // One pair a run, as measured: dynamic int8 quantises activations per run, so a
                 // pair's score does not depend on its neighbours, and a padded batch of ten
-                // was no faster on two cores (scripts/training/README.md).
+                // was no faster on two cores (research/training/README.md).
                 let pooled = mean_pooled(session, &[ids.as_slice()], ids.len(), self.needs_token_type_ids)?;
                 let vector = pooled.first().ok_or_else(|| EmbedError::Inference("no output for the pair".into()))?;
                 if vector.dim() != head.w.len() {

@@ -5,7 +5,7 @@
 //! candidates, not to compare queries, and its min-max parts are relative by construction. What
 //! does carry over between queries: how high the best candidate's linear score is, how far it
 //! stands above the fifth distinct hit, and the best raw cosine (the query model's absolute
-//! judgement). `scripts/training/fit_confidence.py` fits a logistic regression over those three
+//! judgement). `research/training/fit_confidence.py` fits a logistic regression over those three
 //! on training packages only, with negatives made of other packages' queries (nothing in this
 //! index is their answer), and writes `confidence.json`.
 //!

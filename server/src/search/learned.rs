@@ -1,7 +1,7 @@
 //! Learned fusion: one linear score over signals the engine already has, instead of a fixed
 //! 0.5/0.5 sum of min-max normalised dense and lexical scores.
 //!
-//! The weights (`learned_fusion.json`) are fitted by `scripts/training/fit_fusion.py` on
+//! The weights (`learned_fusion.json`) are fitted by `research/training/fit_fusion.py` on
 //! candidates this very module computed (`cargo bench --bench retrieval -- --dump-features`)
 //! for queries from the training packages only (`../shared/training-packages.md`); the benchmark
 //! is never trained on. What each feature is for:

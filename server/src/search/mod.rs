@@ -467,7 +467,7 @@ fn overlaps(path: &str, start: u32, end: u32, chunk: &ChunkRef<'_>) -> bool {
 }
 
 /// How many of the best candidates the reranker re-sorts. Measured over the best 10 and 5 on
-/// the validation packages: 10 gains the most (scripts/training/README.md); each costs one
+/// the validation packages: 10 gains the most (research/training/README.md); each costs one
 /// model run (~17 ms on two cores).
 pub const RERANK_DEPTH: usize = 10;
 
@@ -600,7 +600,7 @@ fn rankings(
 }
 
 /// The candidates of a hybrid query with the learned fusion's features, unfiltered: what
-/// `scripts/training/fit_fusion.py` learns from (via the retrieval benchmark's
+/// `research/training/fit_fusion.py` learns from (via the retrieval benchmark's
 /// `--dump-features`).
 pub fn hybrid_candidates(snapshot: &Snapshot, vector: Option<&Vector>, query: &Query) -> Vec<learned::Candidate> {
     let k = query.k.min(snapshot.chunk_count());

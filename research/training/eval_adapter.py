@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Offline check of the query adapter on the benchmark's TUNE split (never TEST).
 
-Usage:  scripts/training/eval_adapter.sh [--adapter scripts/training/out/adapter.f32]
+Usage:  research/training/eval_adapter.sh [--adapter research/training/out/adapter.f32]
 
 WHAT THIS IS: function-level; dense-only, plus a hybrid row (lexical.py: a Python BM25
 approximating raggrep's tantivy fields and boosts, fused 0.5/0.5 after min-max as raggrep does). Each TUNE query (doc comment's first sentence) is

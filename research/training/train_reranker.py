@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Train a cross-encoder reranker for the top candidates (issue 16 experiment).
 
-Usage:  scripts/training/train_reranker.sh [--max-minutes M] [--len L] ...
+Usage:  research/training/train_reranker.sh [--max-minutes M] [--len L] ...
         (the query tower's venv: jax[cpu], onnx, onnxruntime, tokenizers)
 
 Why: once the right file is found, the bi-encoder cannot tell a 4-line method from its 200
@@ -20,7 +20,7 @@ Data:   pairs.jsonl of the TRAIN packages only (train_adapter.split_packages, th
         candidate the engine hands the reranker) as negatives.
 Loss:   softmax cross-entropy over each group. AdamW, encoder lr --lr, head lr --head-lr.
 Output: ~/.cache/raggrep/training/reranker/params.npz (encoder + head),
-        scripts/training/out/reranker_train.json (hyper-parameters, packages, history, times);
+        research/training/out/reranker_train.json (hyper-parameters, packages, history, times);
         with --tag T: reranker/T-params.npz and out/T_train.json.
 """
 

@@ -2,7 +2,7 @@
 """Export a trained tower (query or document side) to ONNX: fp32 graph with replaced
 initializers, then int8 exactly as scripts/bootstrap.py derives the default model.
 
-Usage:  scripts/training/export_query_tower.sh [--role document]   (this step: the bootstrap's
+Usage:  research/training/export_query_tower.sh [--role document]   (this step: the bootstrap's
         tools venv, i.e. the same pinned onnx 1.23.2 / onnxruntime 1.31.1 / numpy 2.4.6 that
         derive the default). `--role document` exports train_doc_tower.py's encoder as
         all-minilm-l6-v2-code-{fp32,int8} under training/doctower/.
@@ -23,7 +23,7 @@ Usage:  scripts/training/export_query_tower.sh [--role document]   (this step: t
    step, so rounding to the nearest step puts nearly all of them back and the int8 model is
    the starting model again (the code model's chunk-pool turn: int8 vs its own fp32 graph mean
    cosine 0.961, TUNE level; dithered 0.992 and the fp32 graph's gain kept).
-3. Writes scripts/training/out/query_tower_export.json (sha256, sizes, op counts).
+3. Writes research/training/out/query_tower_export.json (sha256, sizes, op counts).
 The numeric fidelity checks (JAX encoder vs these files) are verify_query_tower.py's job: they
 need JAX, which this venv does not have.
 """
@@ -138,7 +138,7 @@ def main() -> None:
     fp32_path, int8_path = os.path.join(fdir, "model.onnx"), os.path.join(idir, "model.onnx")
     T.write_onnx(fp32_default, fp32_path, params, names,
                  doc=f"raggrep {args.role} tower (issue 16): all-minilm-l6-v2-fp32 graph, {args.role}-side "
-                     f"fine-tuned values (scripts/training/{trainer})")
+                     f"fine-tuned values (research/training/{trainer})")
     if args.dither is None:
         quantize(fp32_path, int8_path)
     else:
@@ -152,7 +152,7 @@ def main() -> None:
         sys.exit(f"quantized {args.role} tower lacks MatMulInteger/DynamicQuantizeLinear: {ops}")
     with open(os.path.join(fdir, "raggrep-model.json"), "w") as fh:
         fh.write(model_json(FP32_ID, fsha, f"all-minilm-l6-v2-fp32 graph with the {args.role} tower's "
-                            "trained values (scripts/training/export_query_tower.py)", args.role))
+                            "trained values (research/training/export_query_tower.py)", args.role))
     with open(os.path.join(idir, "raggrep-model.json"), "w") as fh:
         source = B.SOURCES["int8"].replace("all-minilm-l6-v2-fp32", FP32_ID)
         if args.dither is not None:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """List the documented functions of the benchmark's TUNE packages for eval_adapter.py.
 
-Usage:  scripts/training/eval_adapter.sh        (runs this first, in the tree-sitter venv)
+Usage:  research/training/eval_adapter.sh        (runs this first, in the tree-sitter venv)
         python bench_functions.py [--split tune]
 
 Needs the benchmark built (benches/retrieval/build.sh; it is run here when missing). For every

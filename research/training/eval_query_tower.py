@@ -2,7 +2,7 @@
 """Offline check of the query tower: identity vs linear adapter vs query tower, on the
 validation packages and on the benchmark's TUNE split (never TEST).
 
-Usage:  scripts/training/eval_query_tower.sh
+Usage:  research/training/eval_query_tower.sh
 
 Same harness as eval_adapter.py (function level; see its docstring for what it is and is not):
 each query against every documented function of its own package (TUNE: bench/tune.jsonl from
@@ -15,7 +15,7 @@ Query vectors:
             embed.py's recipe (onnxruntime, batch 1) — what raggrep would run
 Code vectors: the default int8 model for all three (unchanged index).
 Intervals: 95 % paired bootstrap over queries (eval_adapter.paired_ci, seed 16, 2,000 draws).
-Output: scripts/training/out/eval_query_tower.json
+Output: research/training/out/eval_query_tower.json
 """
 
 from __future__ import annotations

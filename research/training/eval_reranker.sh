@@ -8,7 +8,7 @@ home="${RAGGREP_HOME:-$HOME/.cache/raggrep}"
 py="$home/tools/qtower-venv/bin/python"
 fusion="$home/training/fusion"
 for f in "$fusion/train-features.jsonl" "$fusion/tune-features.jsonl"; do
-  [[ -f "$f" ]] || { echo "eval_reranker.sh: $f missing; run scripts/training/fit_fusion.sh first" >&2; exit 1; }
+  [[ -f "$f" ]] || { echo "eval_reranker.sh: $f missing; run research/training/fit_fusion.sh first" >&2; exit 1; }
 done
 export OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2
 echo "== validation packages (fusion dataset)"

@@ -10,7 +10,7 @@ makes the average a model and not noise).
 
 Why: the chunk-pool tower (train_query_tower.py --chunk-pool) learned to push ordinary chunks
 down but drifted on TUNE; half-way between it and the shipped tower kept both gains
-(scripts/training/README.md, "Query model, chunk pool"). The result goes through
+(research/training/README.md, "Query model, chunk pool"). The result goes through
 export_query_tower.sh like any tower.
 """
 from __future__ import annotations

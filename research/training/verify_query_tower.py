@@ -3,7 +3,7 @@
 files; the query tower on every validation query and every TUNE query, the document tower
 (`--role document`) on 1,000 validation-package code texts (a seeded sample).
 
-Usage:  scripts/training/export_query_tower.sh [--role document]   (this step runs in the qtower
+Usage:  research/training/export_query_tower.sh [--role document]   (this step runs in the qtower
         venv: needs JAX)
 
 - fp32 export: onnxruntime, batch 1, embed.py's recipe, vs JAX fp32 (padded batches); min
@@ -12,7 +12,7 @@ Usage:  scripts/training/export_query_tower.sh [--role document]   (this step ru
   (onnxruntime, batch 1, int8 model); mean cosine must exceed 0.99, and the minimum must not be
   more than 0.005 below the default model's own int8-vs-fp32 minimum on the same texts
   (dynamic int8 quantisation moves short queries by that much anyway; reported beside it).
-Adds "fidelity" to scripts/training/out/{query,doc}_tower_export.json.
+Adds "fidelity" to research/training/out/{query,doc}_tower_export.json.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Train a query-side linear adapter W (384x384) over frozen MiniLM embeddings (issue 16).
 
-Usage:  scripts/training/train_adapter.sh [--epochs N] [--lr X] ...
+Usage:  research/training/train_adapter.sh [--epochs N] [--lr X] ...
         (the tools venv of scripts/bootstrap.sh: onnxruntime, tokenizers, numpy; one thread)
 
-Input:  ${RAGGREP_HOME:-~/.cache/raggrep}/training/pairs.jsonl (scripts/training/build_pairs.sh):
+Input:  ${RAGGREP_HOME:-~/.cache/raggrep}/training/pairs.jsonl (research/training/build_pairs.sh):
         (query = first sentence of a doc comment, code = the function without that comment)
         from the packages of ../shared/training-packages.md only.
 Model:  the query vector q (raggrep's embed_query) becomes normalize(W q); documents keep their
@@ -16,8 +16,8 @@ Loss:   InfoNCE with in-batch negatives, temperature TAU: each query against the
 Split:  BY PACKAGE: per language, a seeded ~20 % of the packages (at least one) are validation;
         the rest train. Early stopping on validation MRR@10, computed like the benchmark
         evaluation (each validation query against every validation code text of its package).
-Output: scripts/training/out/adapter.f32   W row-major, little-endian f32, 384*384
-        scripts/training/out/adapter.json  sha256, packages + versions, seed, hyper-parameters,
+Output: research/training/out/adapter.f32   W row-major, little-endian f32, 384*384
+        research/training/out/adapter.json  sha256, packages + versions, seed, hyper-parameters,
                                            validation numbers with and without the adapter
 """
 

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Fit raggrep's learned fusion (server/src/search/learned.rs) on training packages only.
 
-Usage:  scripts/training/fit_fusion.sh      (builds the data and dumps, then runs this)
+Usage:  research/training/fit_fusion.sh      (builds the data and dumps, then runs this)
         python fit_fusion.py --train DUMP.jsonl [--report NAME=DUMP.jsonl ...] --out JSON
 
 Input: JSON lines written by `cargo bench --bench retrieval -- --data DIR --dump-features FILE`:
 each query's hybrid candidates (path, start line, end line, features) exactly as the engine
 computes them, its gold function (path, lines) and its package split (train / validation, from
-scripts/training/build_fusion_data.py; the same package split as train_adapter.py).
+research/training/build_fusion_data.py; the same package split as train_adapter.py).
 
 Model: a linear score over standardised features, trained with a listwise softmax loss (every
 candidate overlapping the gold function is a positive: a method and its class both count, as
@@ -312,8 +312,8 @@ def main() -> int:
         results[name] = report(name, prepare(load(path)), P, mu, sd, log)
     packages = sorted({(it["package"], it["split"]) for it in rows})
     doc = {
-        "comment": "fitted by scripts/training/fit_fusion.py on training packages only (see "
-                   "scripts/training/README.md); weights over standardised features",
+        "comment": "fitted by research/training/fit_fusion.py on training packages only (see "
+                   "research/training/README.md); weights over standardised features",
         "features": names,
         "mean": [round(float(x), 6) for x in mu],
         "std": [round(float(x), 6) for x in sd],

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fit raggrep's search confidence (server/src/search/confidence.rs) on training packages only.
 
-Usage:  scripts/training/fit_fusion.sh   (dumps, fits the fusion, then runs this on the same dumps)
+Usage:  research/training/fit_fusion.sh   (dumps, fits the fusion, then runs this on the same dumps)
         python fit_confidence.py --train DUMP.jsonl [--report NAME=DUMP.jsonl ...] --out JSON
 
 Input: `cargo bench --bench retrieval -- --dump-features FILE --foreign` rows. A row with a gold
@@ -304,8 +304,8 @@ def main() -> int:
         print(hit_line(name, r))
     if args.out:
         doc = {
-            "comment": "fitted by scripts/training/fit_confidence.py on training packages only "
-                       "(scripts/training/README.md): P(answer in the first 5 results) from the default ranking",
+            "comment": "fitted by research/training/fit_confidence.py on training packages only "
+                       "(research/training/README.md): P(answer in the first 5 results) from the default ranking",
             "signals": [SIGNALS[i] for i in use], "mean": [round(float(v), 6) for v in mu],
             "std": [round(float(v), 6) for v in sd], "weights": [round(float(v), 6) for v in w],
             "bias": round(b, 6), "l2": l2, "threshold": args.threshold, "max_false_alarm": args.max_false_alarm,

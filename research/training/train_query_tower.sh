@@ -14,6 +14,6 @@ if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c 'import jax, onnx, o
     --only-binary=:all: --no-deps "${pins[@]}" >&2
 fi
 [[ -f "$home/models/all-minilm-l6-v2-fp32/model.onnx" ]] || { echo "train_query_tower.sh: run scripts/bootstrap.sh first" >&2; exit 1; }
-[[ -f "$home/training/pairs.jsonl" ]] || { echo "train_query_tower.sh: run scripts/training/build_pairs.sh first" >&2; exit 1; }
+[[ -f "$home/training/pairs.jsonl" ]] || { echo "train_query_tower.sh: run research/training/build_pairs.sh first" >&2; exit 1; }
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 exec nice -n 19 "$venv/bin/python" "$here/train_query_tower.py" "$@"

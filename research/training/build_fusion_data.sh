@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs build_fusion_data.py in the benchmark's pinned tree-sitter venv (made by benches/retrieval/build.sh).
-# Usage: scripts/training/build_fusion_data.sh [--force] [--survey]
+# Usage: research/training/build_fusion_data.sh [--force] [--survey]
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 venv="${RAGGREP_HOME:-$HOME/.cache/raggrep}/tools/bench-venv"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Query models against document models on the validation packages (dense, function level).
 
-Usage:  ~/.cache/raggrep/tools/venv/bin/python scripts/training/eval_query_models.py \\
+Usage:  ~/.cache/raggrep/tools/venv/bin/python research/training/eval_query_models.py \\
             --query first=PATH/query-model.onnx --query second=PATH/model.onnx
 
 Each query model (and all-MiniLM-L6-v2's own int8 queries, "plain") embeds the validation

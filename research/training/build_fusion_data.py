@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Build a retrieval dataset in the benchmark's exact format from TRAINING packages (issue 16).
 
-Usage:  scripts/training/build_fusion_data.sh [--force] [--survey]
-        scripts/training/build_fusion_data.sh --packages A,B [--root NAME=DIR]
+Usage:  research/training/build_fusion_data.sh [--force] [--survey]
+        research/training/build_fusion_data.sh --packages A,B [--root NAME=DIR]
             [--typescript-from-source-maps] --out DIR
         (runs this file in the benchmark's tree-sitter venv, created by benches/retrieval/build.sh)
 
@@ -14,9 +14,9 @@ own `build_package(pkg, artifact, pkg_dir, quick=True)` (imported, not copied), 
 cap raised to MAX_PER_PACKAGE (build.py's every-k-th subsampling; its constant is monkeypatched
 here, not edited).
 
-Packages: SELECTION below, a subset of scripts/training/build_pairs.py's pinned PACKAGES (only
+Packages: SELECTION below, a subset of research/training/build_pairs.py's pinned PACKAGES (only
 packages of ../shared/training-packages.md; same versions, same sha256 in
-scripts/training/packages.lock.json, same download cache; Rust crates come from the local cargo
+research/training/packages.lock.json, same download cache; Rust crates come from the local cargo
 registry cache, cargo is never run). 4 per language, at least one validation package per
 language, small-to-medium corpora (the engine embeds ~75 chunks/s and makes ~1 chunk per 25
 lines). `--survey` prints every candidate's lines/queries/split (that is how SELECTION was made).
@@ -123,7 +123,7 @@ def split_packages_fn():
 def package_split() -> dict[str, str]:
     path = os.path.join(BP.training_dir(), "pairs.manifest.json")
     if not os.path.exists(path):
-        B.die(f"{path} missing: run scripts/training/build_pairs.sh first (the split is defined on it)")
+        B.die(f"{path} missing: run research/training/build_pairs.sh first (the split is defined on it)")
     with open(path) as fh:
         manifest = json.load(fh)
     train, val = split_packages_fn()(manifest, VAL_FRAC, SEED)
@@ -396,10 +396,10 @@ def main() -> None:
                               "train": [e["name"] + "-" + e["version"] for e in entries if e["split"] == "train"],
                               "validation": [e["name"] + "-" + e["version"] for e in entries
                                              if e["split"] == "validation"],
-                              "defined_by": "scripts/training/train_adapter.py split_packages "
+                              "defined_by": "research/training/train_adapter.py split_packages "
                                             "over pairs.manifest.json"},
                     "max_per_package": MAX_PER_PACKAGE,
-                    "built_by": "scripts/training/build_fusion_data.py (benches/retrieval/build.py's "
+                    "built_by": "research/training/build_fusion_data.py (benches/retrieval/build.py's "
                                 "build_package)", "mode": "quick-150"}
         with open(os.path.join(staging, "queries.jsonl"), "w") as fh:
             for r in all_rows:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Probe: does a LEARNED fusion of the signals raggrep already has beat its fixed 0.5/0.5 fusion?
 
-Usage:  scripts/training/fusion_probe.sh     (after build_pairs, train_adapter, eval_adapter)
+Usage:  research/training/fusion_probe.sh     (after build_pairs, train_adapter, eval_adapter)
 
 A linear scorer over per-candidate features (below), trained with a listwise softmax loss on
 the TRAINING packages' pairs (each query against the code texts of its package, candidates =

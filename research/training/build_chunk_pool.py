@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The rest of each training package as raggrep indexes it: negatives for the query tower.
 
-Usage:  scripts/training/build_chunk_pool.sh [--max-per-package N] [--only a,b]
+Usage:  research/training/build_chunk_pool.sh [--max-per-package N] [--only a,b]
         (runs this file in the benchmark's tree-sitter venv, like build_pairs.sh)
 
 Why: the towers were trained to find a documented function among the package's other documented
@@ -149,7 +149,7 @@ def main() -> None:
             fh.write(json.dumps(r, ensure_ascii=False) + "\n")
     os.replace(tmp, os.path.join(out, "chunkpool.jsonl"))
     B.write_atomic(os.path.join(out, "chunkpool.manifest.json"), json.dumps(
-        {"built_by": "scripts/training/build_chunk_pool.py", "seed": SEED,
+        {"built_by": "research/training/build_chunk_pool.py", "seed": SEED,
          "max_per_package": args.max_per_package, "total": len(rows), "packages": entries}, indent=2) + "\n")
     B.log(f"{len(rows)} chunks from {len(entries)} packages; wrote {out}/chunkpool.jsonl "
           f"({time.time() - t0:.0f}s)")

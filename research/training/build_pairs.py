@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Build (query, code) training pairs for raggrep's learned ranking parts (issue 16).
 
-Usage:  scripts/training/build_pairs.sh [--max-per-package N] [--only NAME,...] [--skip NAME,...] [--out DIR]
+Usage:  research/training/build_pairs.sh [--max-per-package N] [--only NAME,...] [--skip NAME,...] [--out DIR]
                                        [--typescript-from-source-maps]
         (runs this file in the benchmark's tree-sitter venv, created by benches/retrieval/build.sh)
 
@@ -405,7 +405,7 @@ def main() -> None:
     by_lang: dict[str, int] = {}
     for r in all_rows:
         by_lang[r["language"]] = by_lang.get(r["language"], 0) + 1
-    manifest = {"built_by": "scripts/training/build_pairs.py", "seed": SEED,
+    manifest = {"built_by": "research/training/build_pairs.py", "seed": SEED,
                 "typescript_from_source_maps": args.typescript_from_source_maps,
                 "max_per_package": args.max_per_package, "total_pairs": len(all_rows),
                 "pairs_by_language": by_lang, "packages": entries, "skipped": skipped,

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fine-tune the MiniLM encoder on the DOCUMENT side, against the frozen query model (issue 16).
 
-Usage:  scripts/training/train_doc_tower.sh [--lr X] [--max-minutes M] ...
+Usage:  research/training/train_doc_tower.sh [--lr X] [--max-minutes M] ...
         (the query tower's venv ~/.cache/raggrep/tools/qtower-venv)
 
 Why: once the right file is found, the default model cannot tell a short method from its
@@ -30,7 +30,7 @@ Split:  train_adapter.split_packages (same seed => the same 13 validation packag
         candidates as they would in an index, and early stopping reads that number (the
         function-level one is logged beside it).
 Output: ~/.cache/raggrep/training/doctower/params.npz   trained encoder (fp32)
-        scripts/training/out/doc_tower_train.json         hyper-parameters, history, numbers
+        research/training/out/doc_tower_train.json         hyper-parameters, history, numbers
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fine-tune the MiniLM encoder on the QUERY side only, against frozen document vectors (issue 16).
 
-Usage:  scripts/training/train_query_tower.sh [--lr X] [--max-minutes M] ...
+Usage:  research/training/train_query_tower.sh [--lr X] [--max-minutes M] ...
         (its own venv ~/.cache/raggrep/tools/qtower-venv: jax[cpu], onnx, onnxruntime, tokenizers)
 
 "Asymmetric" / query tower: documents keep today's int8 vectors (the ones raggrep's index
@@ -24,7 +24,7 @@ Split:  train_adapter.split_packages (same seed => the same 13 validation packag
         stopping on validation MRR@10 macro-averaged over languages with >= 50 validation
         queries (train_adapter.macro), evaluated every --eval-every steps.
 Output: ~/.cache/raggrep/training/qtower/params.npz   trained encoder (all tensors, fp32)
-        scripts/training/out/query_tower_train.json  hyper-parameters, packages, history,
+        research/training/out/query_tower_train.json  hyper-parameters, packages, history,
                                                      validation numbers, times
 """
 
@@ -64,7 +64,7 @@ def load_chunk_pool(packages: set[str], per_package: int, seed: int) -> list[dic
     smaller number takes a subset of a larger one's draw order)."""
     path = os.path.join(E.training_dir(), "chunkpool.jsonl")
     if not os.path.exists(path):
-        sys.exit(f"{path} missing: run scripts/training/build_chunk_pool.sh")
+        sys.exit(f"{path} missing: run research/training/build_chunk_pool.sh")
     by_pkg: dict[str, list[dict]] = {}
     with open(path, encoding="utf-8") as fh:
         for line in fh:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Export the cross-encoder of train_reranker.py to ONNX, int8 exactly as the query tower.
 
-Usage:  scripts/training/export_reranker.sh [--params PATH]
+Usage:  research/training/export_reranker.sh [--params PATH]
         (this step: the bootstrap's tools venv, like export_query_tower.py)
 
 Writes ~/.cache/raggrep/training/reranker/all-minilm-l6-v2-rerank-int8/
@@ -10,9 +10,9 @@ Writes ~/.cache/raggrep/training/reranker/all-minilm-l6-v2-rerank-int8/
                      last_hidden_state, as the embedding model's
   tokenizer.json     the default tokenizer (pairs: [CLS] query [SEP] path\\ncode [SEP])
   head.json          w (384 floats) and b: score = w . normalize(meanpool(h)) + b
-and, for the bootstrap to install (committed), scripts/training/out/rerank-model-int8.onnx and
-scripts/training/out/rerank-head.json (copies of model.onnx and head.json), plus
-scripts/training/out/reranker_export.json (sha256, sizes, op counts).
+and, for the bootstrap to install (committed), models/all-minilm-l6-v2-rerank-int8.onnx and
+models/all-minilm-l6-v2-rerank-int8.head.json (copies of model.onnx and head.json), plus
+research/training/out/reranker_export.json (sha256, sizes, op counts).
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def main() -> None:
     fp32_path, int8_path = os.path.join(rdir, "rerank-fp32.onnx"), os.path.join(idir, "model.onnx")
     T.write_onnx(fp32_default, fp32_path, params, names,
                  doc="raggrep reranker (issue 16): all-minilm-l6-v2-fp32 graph, cross-encoder "
-                     "values (scripts/training/train_reranker.py)")
+                     "values (research/training/train_reranker.py)")
     X.quantize(fp32_path, int8_path)
     shutil.copyfile(os.path.join(home, "models", "all-minilm-l6-v2-fp32", "tokenizer.json"),
                     os.path.join(idir, "tokenizer.json"))
