@@ -4,8 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)]
 
-#[path = "support/lsp_client.rs"]
-mod lsp_client;
+use crate::lsp_client;
 
 use std::io::Write;
 use std::process::{Child, ChildStdin, Command, Stdio};

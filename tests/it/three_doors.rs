@@ -6,10 +6,8 @@
 
 #![allow(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)]
 
-#[path = "support/lsp_client.rs"]
-mod lsp_client;
-#[path = "support/mcp_client.rs"]
-mod mcp_client;
+use crate::lsp_client;
+use crate::mcp_client;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -5,8 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)]
 
-#[path = "support/fixture.rs"]
-mod fixture;
+use crate::fixture;
 
 use std::fs;
 use std::net::TcpListener;

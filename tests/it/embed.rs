@@ -64,7 +64,7 @@ fn reference() -> Reference {
 }
 
 fn committed_reference() -> Reference {
-    serde_json::from_str(include_str!("data/reference_vectors.json")).expect("reference vectors parse")
+    serde_json::from_str(include_str!("../data/reference_vectors.json")).expect("reference vectors parse")
 }
 
 #[test]

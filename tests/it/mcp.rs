@@ -4,10 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)]
 
-#[path = "support/fixture.rs"]
-mod fixture;
-#[path = "support/mcp_client.rs"]
-mod mcp_client;
+use crate::fixture;
+use crate::mcp_client;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -3,11 +3,9 @@
 
 #![allow(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)]
 
-#[path = "support/fixture.rs"]
-mod fixture;
+use crate::fixture;
 
-#[path = "support/lsp_client.rs"]
-mod lsp_client;
+use crate::lsp_client;
 
 use std::fs;
 use std::io::{Read, Write};

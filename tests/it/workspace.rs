@@ -1,5 +1,5 @@
 //! The live workspace engine with a deterministic fake embedder (pure index logic: budgets,
-//! overlays, roots). The real model is exercised by tests/cli.rs and tests/lsp.rs.
+//! overlays, roots). The real model is exercised by tests/it/cli.rs and tests/it/lsp.rs.
 
 #![allow(clippy::unwrap_used)]
 

@@ -3,8 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)]
 
-#[path = "support/fixture.rs"]
-mod fixture;
+use crate::fixture;
 
 use std::fs;
 use std::path::{Path, PathBuf};
