@@ -9,10 +9,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::Subcommand;
 
-use crate::audit::{self, Door};
-use crate::index::IndexLocation;
-use crate::vectordb::{self, VectorDb, VectorDbError};
-use crate::wire;
+use crate::audit::Door;
+use crate::vectordb::{self, Action, Answer, VectorDbError};
 
 #[derive(clap::Args)]
 pub struct DbArgs {
@@ -69,11 +67,41 @@ enum DbAction {
 }
 
 pub fn run(args: DbArgs, model: Option<&str>, ort: Option<&Path>) -> Result<()> {
-    let started = std::time::Instant::now();
     let store_model = vectordb::StoreModel::new(model, ort);
     let location =
         super::LocationArgs { root: args.root.clone(), index_dir: args.index_dir.clone() }.resolve()?.location;
     let cwd = std::env::current_dir().context("the current directory")?;
+    // Paths are the user's, relative to where they typed them.
+    let from_cwd = |given: &Path| -> Result<PathBuf, VectorDbError> { Ok(cwd.join(given)) };
+    let action = match args.action {
+        DbAction::SetDatabase { .. } if args.db.is_some() => {
+            return Err(VectorDbError::InvalidArgument(
+                "set-database takes the database as its argument; leave out --db".into(),
+            )
+            .into());
+        }
+        DbAction::Store { embedding_text, value } => Action::Store { embedding_text, value },
+        DbAction::Retrieve { key } => Action::Retrieve { key },
+        DbAction::Delete { key } => Action::Delete { key },
+        DbAction::List { limit, offset } => Action::List { limit, offset },
+        DbAction::Search { query, top_k } => Action::Search { query, top_k },
+        DbAction::ImportFile { filepath } => {
+            Action::ImportFile { path: Action::path(&filepath.to_string_lossy(), from_cwd)? }
+        }
+        DbAction::SetDatabase { filename } => {
+            Action::SetDatabase { path: Action::path(&filename.to_string_lossy(), from_cwd)? }
+        }
+    };
+    let database = args.db.as_ref().map(|path| cwd.join(path));
+    let target = vectordb::Target {
+        index_dir: &location.dir,
+        database: database.as_deref(),
+        roots: std::slice::from_ref(&location.root),
+    };
+    let outcome = vectordb::run(action, &target, &store_model, Door::Cli)?;
+    if outcome.migrated > 0 {
+        let _ = writeln!(io::stderr(), "raggrep: gave {} key-less rows a UUID key", outcome.migrated);
+    }
     let mut out = io::stdout().lock();
     let json = args.json;
     let emit = |out: &mut io::StdoutLock<'_>, value: &dyn erased::Json, human: &str| -> Result<()> {
@@ -84,72 +112,32 @@ pub fn run(args: DbArgs, model: Option<&str>, ort: Option<&Path>) -> Result<()> 
         }
         Ok(())
     };
-    if let DbAction::SetDatabase { filename } = &args.action {
-        if args.db.is_some() {
-            return Err(VectorDbError::InvalidArgument(
-                "set-database takes the database as its argument; leave out --db".into(),
-            )
-            .into());
+    match &outcome.answer {
+        Answer::Database(answer) => {
+            let human =
+                format!("vector database for {}: {} ({} rows)", location.root.display(), answer.database, answer.rows);
+            emit(&mut out, answer, &human)?;
         }
-        let db = vectordb::set_database(&location.dir, &cwd.join(filename))?;
-        let answer = wire::DbDatabase {
-            database: db.path().display().to_string(),
-            rows: db.count()?,
-            migrated: (db.migrated() > 0).then_some(db.migrated()),
-        };
-        let human =
-            format!("vector database for {}: {} ({} rows)", location.root.display(), answer.database, answer.rows);
-        emit(&mut out, &answer, &human)?;
-        record(&location, "set_database", started, 0);
-        return Ok(());
-    }
-    let mut db = match &args.db {
-        Some(path) => VectorDb::open(&cwd.join(path))?,
-        None => vectordb::open_for_workspace(&location.dir)?,
-    };
-    if db.migrated() > 0 {
-        let _ = writeln!(io::stderr(), "raggrep: gave {} key-less rows a UUID key", db.migrated());
-    }
-    match args.action {
-        DbAction::Store { embedding_text, value } => {
-            // Arguments first: a wrong one is reported before the model loads.
-            if embedding_text.trim().is_empty() {
-                return Err(
-                    VectorDbError::InvalidArgument("embedding_text is empty: give the text to embed".into()).into()
-                );
-            }
-            let embedder = store_model.embedder()?;
-            let stored = db.store(embedder.as_ref(), &embedding_text, &value)?;
-            let answer = wire::DbStored { key: stored.key.clone(), updated: stored.updated, path: None };
-            emit(&mut out, &answer, &stored.key)?;
-            if stored.updated && !json {
+        Answer::Stored(answer) => {
+            emit(&mut out, answer, &answer.key)?;
+            if answer.updated && answer.path.is_none() && !json {
                 let _ = writeln!(
                     io::stderr(),
                     "raggrep: that embedding_text was stored before: value and embedding replaced"
                 );
             }
-            record(&location, "store", started, 1);
         }
-        DbAction::Retrieve { key } => {
-            let found = db.retrieve(&key)?;
-            let answer = wire::DbRetrieved::new(key, found);
+        Answer::Retrieved(answer) => {
             warn(json, answer.warning.as_deref());
-            emit(&mut out, &answer, answer.value.as_deref().unwrap_or_default())?;
-            record(&location, "retrieve", started, usize::from(answer.found));
+            emit(&mut out, answer, answer.value.as_deref().unwrap_or_default())?;
         }
-        DbAction::Delete { key } => {
-            let deleted = db.delete(&key)?;
-            let answer =
-                wire::DbDeleted { warning: (!deleted).then(|| format!("no row with key {key}")), key, deleted };
+        Answer::Deleted(answer) => {
             warn(json, answer.warning.as_deref());
-            emit(&mut out, &answer, if deleted { &answer.key } else { "" })?;
-            record(&location, "delete", started, usize::from(deleted));
+            emit(&mut out, answer, if answer.deleted { &answer.key } else { "" })?;
         }
-        DbAction::List { limit, offset } => {
-            let rows = db.list(limit, offset)?;
-            let total = db.count()?;
+        Answer::Rows(answer) => {
             let mut human = String::new();
-            for row in &rows {
+            for row in &answer.rows {
                 human.push_str(&format!(
                     "{}  {}  {}  [{}-d]\n",
                     row.key,
@@ -159,26 +147,13 @@ pub fn run(args: DbArgs, model: Option<&str>, ort: Option<&Path>) -> Result<()> 
                 ));
             }
             // The count is no part of the seed's answer: stderr, in both forms.
-            let _ = writeln!(io::stderr(), "{} of {} rows (offset {offset})", rows.len(), total);
-            let count = rows.len();
+            let _ = writeln!(io::stderr(), "{} of {} rows (offset {})", answer.rows.len(), answer.total, answer.offset);
             // Seed 002: `list` answers with the array of rows itself.
-            let rows: Vec<wire::DbRow> = rows.into_iter().map(wire::DbRow::from).collect();
-            emit(&mut out, &rows, human.trim_end())?;
-            record(&location, "list", started, count);
+            emit(&mut out, &answer.rows, human.trim_end())?;
         }
-        DbAction::Search { query, top_k } => {
-            if query.trim().is_empty() {
-                return Err(VectorDbError::InvalidArgument("query is empty: say what to look for".into()).into());
-            }
-            if top_k == 0 {
-                return Err(VectorDbError::InvalidArgument("--top-k must be at least 1".into()).into());
-            }
-            let embedder = store_model.embedder()?;
-            let searched = std::time::Instant::now();
-            let hits = db.search(embedder.as_ref(), &query, top_k)?;
-            let took_ms = (searched.elapsed().as_secs_f64() * 10_000.0).round() / 10.0;
+        Answer::Hits(answer) => {
             let mut human = String::new();
-            for hit in &hits {
+            for hit in &answer.results {
                 human.push_str(&format!(
                     "{:.4}  {}  {}  {}\n",
                     hit.score,
@@ -187,29 +162,17 @@ pub fn run(args: DbArgs, model: Option<&str>, ort: Option<&Path>) -> Result<()> 
                     shorten(hit.value.as_deref().unwrap_or("(null)"))
                 ));
             }
-            let count = hits.len();
             // Seed 002: `search` answers with the array of hits, closest (lowest score) first; the
             // time is no part of it.
-            let _ = writeln!(io::stderr(), "{count} results for {query:?} in {took_ms} ms");
-            let hits: Vec<wire::DbHit> = hits.into_iter().map(wire::DbHit::from).collect();
-            emit(&mut out, &hits, human.trim_end())?;
-            record(&location, "search", started, count);
+            let _ = writeln!(
+                io::stderr(),
+                "{} results for {:?} in {} ms",
+                answer.results.len(),
+                answer.query,
+                answer.took_ms
+            );
+            emit(&mut out, &answer.results, human.trim_end())?;
         }
-        DbAction::ImportFile { filepath } => {
-            // Checked before the model loads: a wrong file is the likelier mistake.
-            let path = cwd.join(&filepath);
-            vectordb::read_import_file(std::slice::from_ref(&location.root), &path)?;
-            let embedder = store_model.embedder()?;
-            let (stored, canonical) = db.import_file(embedder.as_ref(), std::slice::from_ref(&location.root), &path)?;
-            let answer = wire::DbStored {
-                key: stored.key.clone(),
-                updated: stored.updated,
-                path: Some(canonical.display().to_string()),
-            };
-            emit(&mut out, &answer, &stored.key)?;
-            record(&location, "import_file", started, 1);
-        }
-        DbAction::SetDatabase { .. } => unreachable!("handled above"),
     }
     Ok(())
 }
@@ -228,12 +191,6 @@ fn shorten(text: &str) -> String {
         short.push('…');
     }
     short
-}
-
-/// The audit log: the action and a count, never texts or values.
-fn record(location: &IndexLocation, action: &str, started: std::time::Instant, rows: usize) {
-    let ms = started.elapsed().as_secs_f64() * 1000.0;
-    audit::record(&location.dir, Door::Cli, "vector_db", ms, serde_json::json!({"action": action, "rows": rows}));
 }
 
 /// Serialising answers of different wire types through one output helper.

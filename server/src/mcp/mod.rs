@@ -381,142 +381,81 @@ fn vector_db_failure(message: String) -> CallToolResult {
     }
 }
 
-/// `list` and `search` as seed 002 answers them: the text (what a model reads) is the JSON array
-/// itself; the structured content, which must be an object, holds it with the rest (total,
-/// paging, query, time).
-fn seed_array(
-    dir: &Path,
-    action: &str,
-    started: std::time::Instant,
-    array: serde_json::Result<String>,
-    structured: serde_json::Result<serde_json::Value>,
-) -> Result<CallToolResult, String> {
-    let encode = |e: serde_json::Error| format!("cannot encode the answer: {e}");
-    let (array, structured) = (array.map_err(encode)?, structured.map_err(encode)?);
-    record_vector_db(dir, action, started);
-    let mut result = CallToolResult::structured(structured);
-    result.content = vec![ContentBlock::text(array)];
-    Ok(result)
+impl VectorDbArgs {
+    /// The action the arguments ask for; paths relative to the first root that has them, and a
+    /// new database file confined to the roots, as every path an agent sends.
+    fn action(self, roots: &[PathBuf]) -> Result<crate::vectordb::Action, String> {
+        use crate::vectordb::{Action, VectorDbError};
+        let action = self.action.trim().to_string();
+        Ok(match action.as_str() {
+            "store" => Action::Store {
+                embedding_text: required(self.embedding_text, "embedding_text", &action)?,
+                value: required(self.value, "value", &action)?,
+            },
+            "retrieve" => Action::Retrieve { key: required(self.key, "key", &action)? },
+            "delete" => Action::Delete { key: required(self.key, "key", &action)? },
+            "list" => Action::List {
+                limit: self.limit.unwrap_or(crate::vectordb::DEFAULT_LIMIT),
+                offset: self.offset.unwrap_or(0),
+            },
+            "search" => Action::Search {
+                query: required(self.query, "query", &action)?,
+                top_k: self.top_k.unwrap_or(crate::vectordb::DEFAULT_TOP_K),
+            },
+            "import_file" => {
+                let given = required(self.filepath, "filepath", &action)?;
+                Action::ImportFile {
+                    path: Action::path(&given, |given| -> Result<PathBuf, String> {
+                        Ok(if given.is_absolute() {
+                            given.to_path_buf()
+                        } else {
+                            let first = roots.first().map(|root| root.join(given)).unwrap_or_default();
+                            roots.iter().map(|r| r.join(given)).find(|p| p.exists()).unwrap_or(first)
+                        })
+                    })?,
+                }
+            }
+            "set_database" => {
+                let given = required(self.filename, "filename", &action)?;
+                // The agent chooses a file to write: it stays inside the roots.
+                Action::SetDatabase {
+                    path: Action::path(&given, |given| confine::resolve_new_file(roots, &given.to_string_lossy()))?,
+                }
+            }
+            other => return Err(VectorDbError::UnknownAction(other.to_string()).to_string()),
+        })
+    }
 }
 
-fn record_vector_db(dir: &Path, action: &str, started: std::time::Instant) {
-    crate::audit::record(
-        dir,
-        crate::audit::Door::Mcp,
-        "vector_db",
-        started.elapsed().as_secs_f64() * 1000.0,
-        serde_json::json!({ "action": action }),
-    );
-}
-
-/// The `vector_db` tool's work, on the engine (`crate::vectordb`); the index directory of the
-/// first root holds the workspace's database choice.
+/// The `vector_db` tool: the arguments as an action run by the engine (`crate::vectordb::run`)
+/// on the database of the first root's index directory (as `raggrep db` finds it).
 fn vector_db(
     ws: &Workspace,
     store_model: &crate::vectordb::StoreModel,
     args: VectorDbArgs,
 ) -> Result<CallToolResult, String> {
-    use crate::vectordb::{self, VectorDbError};
-    let started = std::time::Instant::now();
+    use crate::vectordb::Answer;
     let roots = ws.roots();
     let Some(first) = roots.first() else { return Err("no workspace root".into()) };
-    // The vector store lives beside the index the root uses (as `raggrep db` finds it).
     let dir = crate::workspace::FolderIndex::of(first).map_err(|e| e.to_string())?.location.dir;
-    let action = args.action.trim().to_string();
-    let text = |e: VectorDbError| e.to_string();
-    // Arguments are checked before the database is opened: a wrong call changes nothing.
-    let answer = match action.as_str() {
-        "set_database" => {
-            let filename = required(args.filename, "filename", &action)?;
-            if filename.trim().is_empty() {
-                return Err("filename is empty: give the SQLite file to use".into());
-            }
-            // The agent chooses a file to write: it stays inside the roots, as every path it sends.
-            let path = confine::resolve_new_file(&roots, &filename)?;
-            let db = vectordb::set_database(&dir, &path).map_err(text)?;
-            serde_json::to_value(wire::DbDatabase {
-                database: db.path().display().to_string(),
-                rows: db.count().map_err(text)?,
-                migrated: (db.migrated() > 0).then_some(db.migrated()),
-            })
-        }
-        "store" => {
-            let embedding_text = required(args.embedding_text, "embedding_text", &action)?;
-            let value = required(args.value, "value", &action)?;
-            let mut db = vectordb::open_for_workspace(&dir).map_err(text)?;
-            let stored =
-                db.store(store_model.embedder().map_err(text)?.as_ref(), &embedding_text, &value).map_err(text)?;
-            serde_json::to_value(wire::DbStored { key: stored.key, updated: stored.updated, path: None })
-        }
-        "retrieve" => {
-            let key = required(args.key, "key", &action)?;
-            vectordb::check_key(&key).map_err(text)?;
-            let db = vectordb::open_for_workspace(&dir).map_err(text)?;
-            serde_json::to_value(wire::DbRetrieved::new(key.clone(), db.retrieve(&key).map_err(text)?))
-        }
-        "delete" => {
-            let key = required(args.key, "key", &action)?;
-            vectordb::check_key(&key).map_err(text)?;
-            let mut db = vectordb::open_for_workspace(&dir).map_err(text)?;
-            let deleted = db.delete(&key).map_err(text)?;
-            serde_json::to_value(wire::DbDeleted {
-                warning: (!deleted).then(|| format!("no row with key {key}")),
-                key,
-                deleted,
-            })
-        }
-        "list" => {
-            let (limit, offset) = (args.limit.unwrap_or(vectordb::DEFAULT_LIMIT), args.offset.unwrap_or(0));
-            let db = vectordb::open_for_workspace(&dir).map_err(text)?;
-            let rows = db.list(limit, offset).map_err(text)?;
-            let answer = wire::DbRows {
-                rows: rows.into_iter().map(wire::DbRow::from).collect(),
-                total: db.count().map_err(text)?,
-                limit,
-                offset,
-            };
-            let array = serde_json::to_string(&answer.rows);
-            return seed_array(&dir, &action, started, array, serde_json::to_value(answer));
-        }
-        "search" => {
-            let query = required(args.query, "query", &action)?;
-            let top_k = args.top_k.unwrap_or(vectordb::DEFAULT_TOP_K);
-            let db = vectordb::open_for_workspace(&dir).map_err(text)?;
-            let hits = db.search(store_model.embedder().map_err(text)?.as_ref(), &query, top_k).map_err(text)?;
-            let answer = wire::DbSearchResponse {
-                query,
-                results: hits.into_iter().map(wire::DbHit::from).collect(),
-                took_ms: (started.elapsed().as_secs_f64() * 10_000.0).round() / 10.0,
-            };
-            let array = serde_json::to_string(&answer.results);
-            return seed_array(&dir, &action, started, array, serde_json::to_value(answer));
-        }
-        "import_file" => {
-            let filepath = required(args.filepath, "filepath", &action)?;
-            let given = Path::new(filepath.trim());
-            if filepath.trim().is_empty() {
-                return Err("filepath is empty: give a file inside the workspace".into());
-            }
-            // Relative to the first root that has it, as every path an agent sends.
-            let path = if given.is_absolute() {
-                given.to_path_buf()
-            } else {
-                roots.iter().map(|r| r.join(given)).find(|p| p.exists()).unwrap_or_else(|| first.join(given))
-            };
-            vectordb::read_import_file(&roots, &path).map_err(text)?;
-            let mut db = vectordb::open_for_workspace(&dir).map_err(text)?;
-            let (stored, canonical) =
-                db.import_file(store_model.embedder().map_err(text)?.as_ref(), &roots, &path).map_err(text)?;
-            serde_json::to_value(wire::DbStored {
-                key: stored.key,
-                updated: stored.updated,
-                path: Some(canonical.display().to_string()),
-            })
-        }
-        other => return Err(VectorDbError::UnknownAction(other.to_string()).to_string()),
+    let action = args.action(&roots)?;
+    let target = crate::vectordb::Target { index_dir: &dir, database: None, roots: &roots };
+    let outcome =
+        crate::vectordb::run(action, &target, store_model, crate::audit::Door::Mcp).map_err(|e| e.to_string())?;
+    let encode = |e: serde_json::Error| format!("cannot encode the answer: {e}");
+    // `list` and `search` as seed 002 answers them: the text (what a model reads) is the JSON
+    // array itself; the structured content, which must be an object, holds it with the rest
+    // (total, paging, query, time).
+    let seed_array = |array: serde_json::Result<String>, structured: serde_json::Result<serde_json::Value>| {
+        let mut result = CallToolResult::structured(structured.map_err(encode)?);
+        result.content = vec![ContentBlock::text(array.map_err(encode)?)];
+        Ok(result)
     };
-    record_vector_db(&dir, &action, started);
-    answer.map(CallToolResult::structured).map_err(|e| format!("cannot encode the answer: {e}"))
+    match outcome.answer {
+        Answer::Rows(rows) => seed_array(serde_json::to_string(&rows.rows), serde_json::to_value(rows)),
+        Answer::Hits(hits) => seed_array(serde_json::to_string(&hits.results), serde_json::to_value(hits)),
+        answer => serde_json::to_value(answer).map(CallToolResult::structured).map_err(encode),
+    }
 }
 
 /// The MCP server: tools over one live workspace.

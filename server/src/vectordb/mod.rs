@@ -21,6 +21,9 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params};
 
 use crate::embed::{Assets, EmbedError, EmbedOptions, Embedder, OnnxEmbedder, PLAIN_MODEL};
 
+mod action;
+pub use action::{Action, Answer, Outcome, Target, run};
+
 /// The default database, inside the workspace's index directory (`ROOT/.raggrep/`).
 pub const FILE_NAME: &str = "vectordb.sqlite";
 /// The remembered choice of `set_database`, in the index directory: one absolute path.
