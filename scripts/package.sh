@@ -99,7 +99,7 @@ cp -r editors/nvim/lua editors/nvim/plugin editors/nvim/lsp editors/nvim/README.
 cp editors/helix/languages.toml "$stage/share/raggrep/helix/"
 cp README.md LICENSE THIRD_PARTY.md "$stage/"
 cp -r models/manifest.json "$stage/share/raggrep/models/"
-if [[ -d docs ]]; then cp -r docs "$stage/"; fi
+cp -r docs "$stage/"
 # Shell completions and the manual page, generated from the CLI definition by the binary itself,
 # where shells and man look under a prefix (share/ beside bin/).
 mkdir -p "$stage/share/bash-completion/completions" "$stage/share/zsh/site-functions" \

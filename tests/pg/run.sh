@@ -2,7 +2,7 @@
 # The team index against a real PostgreSQL 17 + pgvector 0.8.0 on loopback (tests/pg/postgres.sh:
 # Debian trixie's packages through a private apt root, cached; started and stopped here).
 #
-# Roles as the README sets them up (scripts/team_roles.sql): a writer for CI, a read-only reader.
+# Roles as docs/team.md sets them up (scripts/team_roles.sql): a writer for CI, a read-only reader.
 # Three repositories pushed (two are branches of one, sharing most chunks), searched across and
 # per repository; pushed again after edits (only the change travels); a push killed mid-upload and
 # the database killed mid-push, then pushed again (nothing lost, nothing twice), with a reader
@@ -48,7 +48,7 @@ ok "PostgreSQL 17 with pgvector on 127.0.0.1 ($(pg psql "$data" -d postgres -Atc
 port="$(sed -E 's|.*:([0-9]+)/.*|\1|' <<<"$admin_url")"
 sql() { pg psql "$data" -v ON_ERROR_STOP=1 -Atq "$@"; }
 
-# --- roles, as the README says -------------------------------------------------------------------
+# --- roles, as docs/team.md says ----------------------------------------------------------------
 writer_pw="ci-$RANDOM$RANDOM"
 reader_pw="dev-$RANDOM$RANDOM"
 outsider_pw="out-$RANDOM$RANDOM"

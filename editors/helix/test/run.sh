@@ -496,7 +496,7 @@ if start_helix bare "" src/auth.py; then
   quit
 fi
 
-# 4. Server settings from [language-server.raggrep.config] (README "Settings"): Helix sends the
+# 4. Server settings from [language-server.raggrep.config] (docs/lsp.md, "Settings"): Helix sends the
 # table as initializationOptions, and the server applies it. Last, because it changes the
 # user's languages.toml that every session above reads.
 printf '\n[language-server.raggrep.config]\nexclude = ["lib/**"]\n' >>"$home/.config/helix/languages.toml"

@@ -72,7 +72,7 @@ local ok_run, err_run = xpcall(function()
     title == 'raggrep: parse a date (index still building) (degraded: ' .. refused .. ')', title)
   title = raggrep.search_title('parse a date', { results = {}, partial = false, degraded = vim.NIL })
   check('a null degraded adds nothing to the title', title == 'raggrep: parse a date', title)
-  -- With run.sh's team index, as a user sets it up (README "The team index"): every search
+  -- With run.sh's team index, as a user sets it up (docs/team.md): every search
   -- below also gets a team section, which must not disturb the local results.
   raggrep.setup({ method = method, settings = { logLevel = 'info', defaultK = 10, team = team_url } })
   if not team_url then

@@ -1,7 +1,7 @@
 // Server results → what the editor shows. Pure functions, no `vscode` import, so they are
 // unit-tested with node's test runner (test/unit/results.test.ts).
 //
-// Shapes are the server's (README "Language server", server/src/lsp/to_proto.rs): a hit is the
+// Shapes are the server's (docs/lsp.md, server/src/lsp/to_proto.rs): a hit is the
 // `raggrep query --json` hit object (1-based inclusive lines) plus `uri`, `range` (0-based LSP
 // range over whole lines, ending at column 0 of the line after the hit) and `root`. With the
 // `team` setting on, `raggrep.search` also answers a `team` section: hits of other repositories
@@ -475,7 +475,7 @@ export function similarRange(selection: Range): Range {
   return selection;
 }
 
-/** Server setting keys (README "Language server"), in the order of the settings table. */
+/** Server setting keys (docs/lsp.md), in the order of the settings table. */
 export const SERVER_SETTING_KEYS = [
   'enabled',
   'include',

@@ -1,6 +1,7 @@
 //! The command-line front door. Parses arguments, calls the engine, prints results.
 //!
-//! Exit codes: 0 on success (also with zero results), 2 on error with one line on stderr.
+//! Exit codes: 0 on success, 1 when a search matched nothing (grep's convention), 2 on error
+//! with one line on stderr.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
