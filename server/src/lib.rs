@@ -14,6 +14,7 @@ pub mod audit;
 pub mod chunk;
 pub mod cli;
 pub mod embed;
+pub mod engine;
 pub mod hooks;
 pub mod index;
 pub mod lang;

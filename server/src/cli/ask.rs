@@ -8,12 +8,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use super::{LocationArgs, check_model, open_index};
+use super::LocationArgs;
+use super::progress::Terminal;
 use crate::ask::{self, LlmSettings, Route, Snippet, Source, llm};
 use crate::audit::{self, Door};
-use crate::embed::{Embedder, OnnxEmbedder};
-use crate::index::IndexLocation;
-use crate::search::{self, Query};
+use crate::engine::{IndexLocation, Local, ModelChoice, Need, Query, RootIndex};
 use crate::wire;
 
 /// Candidates retrieval hands the prompt builder (the budget decides how many go in).
@@ -66,9 +65,10 @@ pub fn run(args: AskArgs, model: Option<&str>, ort: Option<&Path>) -> Result<()>
     let llm_config = if args.prompt { None } else { Some(llm_config(&args, &location)?) };
 
     let route = ask::route(&question);
-    let mut embedder: Option<OnnxEmbedder> = None;
-    let snapshot = Arc::new(open_index(&location, &mut embedder, model, ort)?);
-    let roots = [crate::index::RootIndex::whole(location.root.clone(), Arc::clone(&snapshot))];
+    // The exact routes need no model: it loads only for retrieval (or to build a missing index).
+    let mut engine = Local::new(location.clone(), ModelChoice::new(model, ort), Door::Cli);
+    let snapshot = Arc::new(engine.open_for(Need { vectors: false, answer_first: false }, &mut Terminal::new())?);
+    let roots = [RootIndex::whole(location.root.clone(), Arc::clone(&snapshot))];
     let mut fallback = None;
     if route != Route::Retrieval {
         match ask::answer_exactly(&route, &roots) {
@@ -97,13 +97,9 @@ pub fn run(args: AskArgs, model: Option<&str>, ort: Option<&Path>) -> Result<()>
     note_route(&route, fallback.as_deref());
 
     // Retrieval: the index's best chunks, read from disk as they are now, under the budget.
-    if embedder.is_none() {
-        embedder = Some(super::load_embedder(model, ort)?);
-    }
-    let embedder = embedder.as_ref().context("embedder")?;
-    check_model(&snapshot, embedder)?;
+    engine.check_model(&snapshot)?;
     let query = Query { k: CANDIDATES, ..Query::new(question.clone()) };
-    let results = search::search(&snapshot, Some(embedder as &dyn Embedder), &query)?;
+    let results = engine.search(&snapshot, &query)?;
     super::warn_degraded(results.degraded.as_deref());
     let confidence = results.confidence.map(wire::Confidence::from);
     if confidence.is_some_and(|c| c.no_confident_match) {

@@ -7,8 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::index::{self, Ceilings, Found, IndexLocation};
-use crate::search::SearchResults;
+use crate::engine::{self, Ceilings, FoundIndex as Found, IndexLocation, SearchResults};
 
 #[derive(clap::Args, Clone)]
 pub(super) struct LocationArgs {
@@ -45,7 +44,7 @@ impl LocationArgs {
 
 /// The root for a command started in `start`.
 pub(super) fn resolve_from(start: &Path) -> Result<Resolved> {
-    let discovery = index::discover(start, &Ceilings::from_env())
+    let discovery = engine::discover(start, &Ceilings::from_env())
         .with_context(|| format!("finding the index for {}", start.display()))?;
     let location = IndexLocation::new(&discovery.root, None)?;
     Ok(Resolved { location, subtree: discovery.subtree, found: Some(discovery.found) })
@@ -91,7 +90,7 @@ pub(super) fn here_glob(subtree: &str, scope: Scope, path_glob: Option<&str>) ->
     if path_glob.is_some() {
         anyhow::bail!("--here searches {subtree}/ only: give --path OR --here (--path is relative to the root)");
     }
-    Ok(Some(crate::search::glob_under(subtree, None)))
+    Ok(Some(engine::glob_under(subtree, None)))
 }
 
 /// The glob that PATH arguments (relative to the current directory, as ripgrep takes them)

@@ -17,12 +17,11 @@ mod progress;
 mod team;
 mod watch;
 
-use crate::audit::{self, Door};
-use crate::chunk::{ChunkConfig, chunk_file};
-use crate::embed::{Assets, EmbedOptions, Embedder, OnnxEmbedder};
-use crate::index::{self, IndexLocation, IndexOptions, Snapshot, UpdateStats};
-use crate::lang::Language;
-use crate::search::{self, Mode, Query};
+use crate::audit::Door;
+use crate::engine::{
+    self, Embedder, IndexLocation, IndexOptions, Language, Local, Mode, ModelChoice, Need, OnnxEmbedder, Query,
+    SearchResults, SharedCacheConfig, Snapshot, Status, VectorEncoding,
+};
 use crate::{walk, wire};
 use location::{LocationArgs, Resolved, Scope};
 use wire::one_line;
@@ -67,15 +66,15 @@ enum Command {
         #[arg(long, default_value_t = 0.0, hide = true)]
         first_publish: f64,
         /// Build the vector graph from this many vectors on (tests and crash loops).
-        #[arg(long, default_value_t = index::ANN_MIN_SLOTS, hide = true)]
+        #[arg(long, default_value_t = engine::ANN_MIN_SLOTS, hide = true)]
         ann_min_slots: usize,
         /// Compact the vector file from this many dead slots on (tests and crash loops).
-        #[arg(long, default_value_t = index::COMPACT_MIN_DEAD, hide = true)]
+        #[arg(long, default_value_t = engine::COMPACT_MIN_DEAD, hide = true)]
         compact_min_dead: usize,
         /// How the index stores vectors: f32, or int8 (a quarter of the bytes; recall in
         /// BENCHMARKS.md). Converts an existing index; later updates keep its encoding.
         #[arg(long, value_name = "f32|int8", value_parser = vector_encoding)]
-        vectors: Option<index::VectorEncoding>,
+        vectors: Option<VectorEncoding>,
         /// At low CPU priority (the indexer a first query leaves running).
         #[arg(long, hide = true)]
         background: bool,
@@ -422,9 +421,9 @@ fn bare_question(cli: Cli) -> Result<Cli, clap::Error> {
 fn bare_runs_ask() -> Result<bool, String> {
     let project = std::env::current_dir()
         .ok()
-        .and_then(|cwd| index::discover(&cwd, &index::Ceilings::from_env()).ok())
-        .map(|found| found.root.join(index::INDEX_DIR_NAME).join("config.toml"));
-    match crate::workspace::configured(project.as_deref(), "cli", "bare")? {
+        .and_then(|cwd| engine::discover(&cwd, &engine::Ceilings::from_env()).ok())
+        .map(|found| found.root.join(engine::INDEX_DIR_NAME).join("config.toml"));
+    match crate::engine::configured(project.as_deref(), "cli", "bare")? {
         None => Ok(false),
         Some((_, toml::Value::String(run))) if run == "ask" => Ok(true),
         Some((_, toml::Value::String(run))) if run == "query" => Ok(false),
@@ -466,8 +465,8 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
 }
 
 /// `--vectors`: an encoding name.
-fn vector_encoding(text: &str) -> Result<index::VectorEncoding, String> {
-    index::VectorEncoding::parse(text).ok_or_else(|| format!("{text:?}: use f32 or int8"))
+fn vector_encoding(text: &str) -> Result<VectorEncoding, String> {
+    VectorEncoding::parse(text).ok_or_else(|| format!("{text:?}: use f32 or int8"))
 }
 
 /// `--min-score`: a finite number (NaN would silently drop every result).
@@ -482,6 +481,7 @@ fn finite_score(text: &str) -> Result<f32, String> {
 fn dispatch(cli: Cli) -> Result<()> {
     let model = cli.model.as_deref();
     let ort = cli.ort_dylib.as_deref();
+    let choice = ModelChoice::new(model, ort);
     match cli.command {
         Command::Index {
             path,
@@ -500,7 +500,9 @@ fn dispatch(cli: Cli) -> Result<()> {
                 tracing::warn!("cannot lower the indexer's priority: {err}");
             }
             let location = index_location(path.as_deref(), new, location)?;
-            let embedder = load_embedder(model, ort)?;
+            let mut engine = Local::new(location, choice, Door::Cli);
+            // The model loads before the walk: a missing one fails before any work.
+            engine.embedder()?;
             let options = IndexOptions {
                 walk: walk.into(),
                 commit_interval: std::time::Duration::try_from_secs_f64(commit_every.max(0.0))
@@ -510,10 +512,10 @@ fn dispatch(cli: Cli) -> Result<()> {
                 ann_min_slots,
                 compact_min_dead,
                 vectors,
-                shared_cache: index::SharedCacheConfig::from_env(),
+                shared_cache: SharedCacheConfig::from_env(),
                 ..IndexOptions::default()
             };
-            let stats = run_update(&location, &embedder, &options)?;
+            let stats = engine.update(&options, &mut progress::Terminal::new())?;
             if json {
                 writeln!(io::stdout().lock(), "{}", serde_json::to_string(&stats)?)?;
             }
@@ -583,17 +585,17 @@ fn dispatch(cli: Cli) -> Result<()> {
             };
             let template = Query { k, mode, language, path_glob, min_score, exact, rerank, ..Query::new("") };
             if rerank {
-                search::rerank_applies(&template)?;
+                engine::rerank_applies(&template)?;
             }
-            cmd_query(&resolved, model, ort, QueryCommand { text: &query, template, json, scope, wait, print: &print })
+            cmd_query(&resolved, choice, QueryCommand { text: &query, template, json, scope, wait, print: &print })
         }
         Command::Status { location, json } => {
             let location = location.resolve()?.location;
-            cmd_status(&location, json, model, ort)
+            cmd_status(&Local::new(location, choice, Door::Cli), json)
         }
         Command::Inspect { location, chunks, skipped, json } => {
             let location = location.resolve()?.location;
-            cmd_inspect(&location, chunks, skipped, json)
+            cmd_inspect(&Local::new(location, choice, Door::Cli), chunks, skipped, json)
         }
         Command::Lsp | Command::Mcp { .. } => unreachable!("handled in run()"),
         Command::Completions { shell } => {
@@ -608,7 +610,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Bare(words) => anyhow::bail!("cannot read {:?} as a question", words.join(" ")),
         Command::Chunk { file, json } => cmd_chunk(&file, json),
         Command::Embed { text, document } => {
-            let embedder = load_embedder(model, ort)?;
+            let embedder = choice.load()?;
             cmd_embed(&embedder, &text, document)
         }
         Command::Files { path } => cmd_files(&path),
@@ -651,30 +653,6 @@ impl From<WalkArgs> for walk::WalkOptions {
     }
 }
 
-/// Updates an index with progress on stderr and a summary line at the end.
-fn run_update(location: &IndexLocation, embedder: &OnnxEmbedder, options: &IndexOptions) -> Result<UpdateStats> {
-    let mut display = progress::Display::new();
-    let stats = index::update(location, embedder, options, &mut |event| display.event(event))
-        .with_context(|| format!("indexing {}", location.root.display()))?;
-    display.finish();
-    audit::record(&location.dir, Door::Cli, "index", stats.seconds * 1000.0, serde_json::to_value(&stats)?);
-    let _ = writeln!(
-        io::stderr(),
-        "indexed {}: {} files ({} changed, {} removed, {} skipped), {} chunks, {} embedded ({} from the machine-wide cache), {} reused from the index, {:.1}s",
-        location.root.display(),
-        stats.files,
-        stats.changed_files,
-        stats.removed_files,
-        stats.skipped_files,
-        stats.chunks,
-        stats.embedded,
-        stats.from_cache,
-        stats.reused,
-        stats.seconds
-    );
-    Ok(stats)
-}
-
 /// What `raggrep query` was asked: the text, the search, and how to show its answer.
 struct QueryCommand<'a> {
     text: &'a str,
@@ -686,32 +664,22 @@ struct QueryCommand<'a> {
     print: &'a PrintArgs,
 }
 
-fn cmd_query(resolved: &Resolved, model: Option<&str>, ort: Option<&Path>, command: QueryCommand<'_>) -> Result<()> {
+fn cmd_query(resolved: &Resolved, choice: ModelChoice, command: QueryCommand<'_>) -> Result<()> {
     let QueryCommand { text: query, template, json, scope, wait, print } = command;
     let template = &template;
     let location = &resolved.location;
-    let mut embedder = if template.mode != Mode::Lexical { Some(load_embedder(model, ort)?) } else { None };
+    let mut engine = Local::new(location.clone(), choice, Door::Cli);
     // Dense search has nothing to answer with before the vectors.
-    let snapshot = if !location.exists() && !wait && template.mode != Mode::Dense {
-        index_words_then_vectors_in_background(location, &mut embedder, model, ort)?
-    } else {
-        let snapshot = open_index(location, &mut embedder, model, ort)?;
-        // Vectors still missing and nobody embedding them (the background indexer was stopped,
-        // the machine restarted): start it again. A search by words needs none.
-        if snapshot.is_partial() && template.mode != Mode::Lexical && !index::writer_busy(&location.dir) {
-            announce_background(location, "the index is partly embedded and nothing is embedding it", model, ort);
-        }
-        snapshot
-    };
-    let embedder_ref: Option<&dyn Embedder> = embedder.as_ref().map(|e| e as &dyn Embedder);
+    let need = Need { vectors: template.mode != Mode::Lexical, answer_first: !wait && template.mode != Mode::Dense };
+    let snapshot = engine.open_for(need, &mut progress::Terminal::new())?;
     // Hits under the directory the search started in come first, unless asked otherwise.
     let first = if scope == Scope::SubtreeFirst { resolved.subtree.as_str() } else { "" };
     let mut out = io::stdout().lock();
     if query == "-" {
-        return batch_queries(&snapshot, embedder_ref, template, first, &mut out);
+        return batch_queries(&engine, &snapshot, template, first, &mut out);
     }
     let request = Query { text: query.to_string(), ..template.clone() };
-    let mut results = search::search(&snapshot, embedder_ref, &request)?;
+    let mut results = engine.search(&snapshot, &request)?;
     location::subtree_first(&mut results, first);
     if let Some(max) = print.max_count {
         let mut per_file: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
@@ -721,7 +689,6 @@ fn cmd_query(resolved: &Resolved, model: Option<&str>, ort: Option<&Path>, comma
             *seen <= max
         });
     }
-    audit_search(&snapshot, &request, &results);
     warn_degraded(results.degraded.as_deref());
     if json {
         writeln!(out, "{}", serde_json::to_string(&cli_response(&results, location))?)?;
@@ -747,7 +714,7 @@ fn index_location(path: Option<&Path>, new: bool, location: LocationArgs) -> Res
     }
     let resolved = location::resolve_from(path.unwrap_or(Path::new(".")))?;
     match (path, resolved.found) {
-        (Some(path), Some(index::Found::Index)) if !resolved.subtree.is_empty() => {
+        (Some(path), Some(engine::FoundIndex::Index)) if !resolved.subtree.is_empty() => {
             let _ = writeln!(
                 io::stderr(),
                 "raggrep: {} is inside the index of {}: updating that one (`raggrep index --new {}` makes a separate index)",
@@ -766,120 +733,12 @@ fn index_location(path: Option<&Path>, new: bool, location: LocationArgs) -> Res
     }
 }
 
-/// A first query on a tree without an index answers at once: the files are chunked and indexed
-/// by their words (seconds, no model run), a detached indexer at low priority embeds the rest,
-/// and the query answers from the words, saying it is partial. The next query is better.
-fn index_words_then_vectors_in_background(
-    location: &IndexLocation,
-    embedder: &mut Option<OnnxEmbedder>,
-    model: Option<&str>,
-    ort: Option<&Path>,
-) -> Result<Snapshot> {
-    let _ = writeln!(
-        io::stderr(),
-        "no index at {} yet: indexing its words now, its vectors in the background (--wait: all first)",
-        location.root.display()
-    );
-    // The index records which model its vectors will come from.
-    let embedder = loaded(embedder, model, ort)?;
-    let words_only = IndexOptions { embed: false, ..IndexOptions::default() };
-    run_update(location, embedder, &words_only)?;
-    announce_background(location, "answering from the words", model, ort);
-    Ok(Snapshot::open(location)?)
-}
-
-/// Starts the background indexer and says so on stderr (`why` first), or says why it could not.
-fn announce_background(location: &IndexLocation, why: &str, model: Option<&str>, ort: Option<&Path>) {
-    let said = match spawn_background_indexer(location, model, ort) {
-        Ok(pid) => format!(
-            "raggrep: {why}; embedding in the background (pid {pid}, low priority; `raggrep status` shows how far, {} its log)",
-            location.dir.join(BACKGROUND_LOG).display()
-        ),
-        Err(err) => {
-            format!("raggrep: {why}; cannot start the background indexer ({err}); `raggrep index` embeds the rest")
-        }
-    };
-    let _ = writeln!(io::stderr(), "{said}");
-}
-
-/// Where the background indexer's messages go, in the index directory.
-const BACKGROUND_LOG: &str = "background-index.log";
-
-/// Starts `raggrep index` for `location` as a process of its own (its own process group, so a
-/// Ctrl-C in the terminal does not stop it; at low CPU priority; one writer at a time, as
-/// always: it waits for any other). Returns its process id.
-fn spawn_background_indexer(location: &IndexLocation, model: Option<&str>, ort: Option<&Path>) -> io::Result<u32> {
-    use std::os::unix::process::CommandExt;
-    let log = std::fs::File::create(location.dir.join(BACKGROUND_LOG))?;
-    let mut command = std::process::Command::new(std::env::current_exe()?);
-    if let Some(model) = model {
-        command.arg("--model").arg(model);
-    }
-    if let Some(ort) = ort {
-        command.arg("--ort-dylib").arg(ort);
-    }
-    command
-        .args(["index", "--background", "--root"])
-        .arg(&location.root)
-        .arg("--index-dir")
-        .arg(&location.dir)
-        .current_dir(&location.root)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(log)
-        .process_group(0);
-    Ok(command.spawn()?.id())
-}
-
-/// The index of `location`, built first when there is none and rebuilt when it is damaged;
-/// checked against `embedder`'s model when there is one.
-fn open_index(
-    location: &IndexLocation,
-    embedder: &mut Option<OnnxEmbedder>,
-    model: Option<&str>,
-    ort: Option<&Path>,
-) -> Result<Snapshot> {
-    if !location.exists() {
-        let _ = writeln!(io::stderr(), "no index at {} yet; building it first", location.root.display());
-        rebuild(location, embedder, model, ort)?;
-    }
-    let snapshot = match Snapshot::open(location) {
-        Ok(snapshot) => snapshot,
-        Err(err @ (index::IndexError::Corrupt(_) | index::IndexError::OtherFormat { .. })) => {
-            // A damaged index, or one in another version's format, is rebuilt, not a dead end.
-            let _ = writeln!(io::stderr(), "{err}; rebuilding it");
-            rebuild(location, embedder, model, ort)?;
-            Snapshot::open(location)?
-        }
-        Err(err) => return Err(err.into()),
-    };
-    if let Some(embedder) = embedder {
-        check_model(&snapshot, embedder)?;
-    }
-    Ok(snapshot)
-}
-
-/// Queries must be embedded by the model that embedded the index.
-fn check_model(snapshot: &Snapshot, embedder: &OnnxEmbedder) -> Result<()> {
-    let info = embedder.info();
-    if !snapshot.built_by(info) {
-        return Err(index::IndexError::ModelMismatch {
-            index: snapshot.model_id().to_string(),
-            index_dim: snapshot.dim(),
-            embedder: info.id.clone(),
-            embedder_dim: info.dim,
-        }
-        .into());
-    }
-    Ok(())
-}
-
 /// JSON Lines: exactly one answer per input line, in order, so answers can be matched to
 /// questions (an empty line gets an empty answer, a line that cannot be read an error object);
 /// model and index are loaded once.
 fn batch_queries(
+    engine: &Local,
     snapshot: &Snapshot,
-    embedder: Option<&dyn Embedder>,
     template: &Query,
     first: &str,
     out: &mut impl Write,
@@ -903,10 +762,9 @@ fn batch_queries(
             })?,
             Ok(text) => {
                 let request = Query { text: text.trim_end_matches(['\n', '\r']).to_string(), ..template.clone() };
-                match search::search(snapshot, embedder, &request) {
+                match engine.search(snapshot, &request) {
                     Ok(mut results) => {
                         location::subtree_first(&mut results, first);
-                        audit_search(snapshot, &request, &results);
                         if !warned {
                             warn_degraded(results.degraded.as_deref());
                             warned = results.degraded.is_some();
@@ -926,23 +784,13 @@ fn batch_queries(
     }
 }
 
-fn search_response(results: &search::SearchResults) -> wire::SearchResponse {
+fn search_response(results: &SearchResults) -> wire::SearchResponse {
     wire::SearchResponse::new(results, results.results.iter().map(wire::Hit::from_search).collect())
 }
 
 /// `query --json`: the response, naming the root that answered (paths are relative to it).
-fn cli_response(results: &search::SearchResults, location: &IndexLocation) -> wire::SearchResponse {
+fn cli_response(results: &SearchResults, location: &IndexLocation) -> wire::SearchResponse {
     wire::SearchResponse { root: Some(location.root.display().to_string()), ..search_response(results) }
-}
-
-fn audit_search(snapshot: &Snapshot, query: &Query, results: &search::SearchResults) {
-    let mut detail = crate::workspace::query_detail(query, results.results.len());
-    detail["partial"] = serde_json::json!(results.partial);
-    detail["degraded"] = serde_json::json!(results.degraded.is_some());
-    if let Some(confidence) = results.confidence {
-        detail["confidence"] = serde_json::json!(confidence.value);
-    }
-    audit::record(&snapshot.location.dir, Door::Cli, "search", results.took_ms, detail);
 }
 
 fn warn_degraded(degraded: Option<&str>) {
@@ -951,79 +799,21 @@ fn warn_degraded(degraded: Option<&str>) {
     }
 }
 
-/// Updates the index, loading the embedder first if the query did not need it.
-fn rebuild(
-    location: &IndexLocation,
-    embedder: &mut Option<OnnxEmbedder>,
-    model: Option<&str>,
-    ort: Option<&Path>,
-) -> Result<()> {
-    let embedder = loaded(embedder, model, ort)?;
-    let options = IndexOptions { shared_cache: index::SharedCacheConfig::from_env(), ..IndexOptions::default() };
-    run_update(location, embedder, &options)?;
-    Ok(())
-}
-
-/// The model in `embedder`, loaded first when it is not yet.
-fn loaded<'e>(
-    embedder: &'e mut Option<OnnxEmbedder>,
-    model: Option<&str>,
-    ort: Option<&Path>,
-) -> Result<&'e OnnxEmbedder> {
-    Ok(match embedder {
-        Some(embedder) => embedder,
-        None => embedder.insert(load_embedder(model, ort)?),
-    })
-}
-
-fn cmd_status(location: &IndexLocation, json: bool, model: Option<&str>, ort: Option<&Path>) -> Result<()> {
+fn cmd_status(engine: &Local, json: bool) -> Result<()> {
     let mut out = io::stdout().lock();
-    let snapshot = match Snapshot::open(location) {
-        Ok(snapshot) => snapshot,
-        Err(err @ (index::IndexError::Corrupt(_) | index::IndexError::OtherFormat { .. })) => {
-            // Status reports why the index cannot be used; the next `index` or `query` rebuilds.
-            let hint = "`raggrep index` rebuilds it";
-            let (state, why) = match err {
-                index::IndexError::Corrupt(why) => ("is damaged", why),
-                other => ("needs a rebuild", other.to_string()),
-            };
-            if json {
-                let damaged =
-                    wire::Damaged { root: location.root.display().to_string(), damaged: why, fix: hint.to_string() };
-                writeln!(out, "{}", serde_json::to_string(&damaged)?)?;
-            } else {
-                writeln!(out, "index of {} {state}: {why}; {hint}", location.root.display())?;
-            }
-            return Ok(());
+    match engine.status()? {
+        Status::Unusable { damaged, .. } if json => writeln!(out, "{}", serde_json::to_string(&damaged)?)?,
+        Status::Unusable { state, damaged } => {
+            writeln!(out, "index of {} {state}: {}; {}", damaged.root, damaged.damaged, damaged.fix)?
         }
-        Err(err) => return Err(err.into()),
-    };
-    let stats = snapshot.stats();
-    let status = wire::IndexStatus { model_mismatch: model_mismatch(&stats, model, ort), index: stats };
-    if json {
-        writeln!(out, "{}", serde_json::to_string(&status)?)?;
-        return Ok(());
+        Status::Ready(status) if json => writeln!(out, "{}", serde_json::to_string(&status)?)?,
+        Status::Ready(status) => output::print_status(&mut out, &status)?,
     }
-    output::print_status(&mut out, &status)?;
     Ok(())
 }
 
-/// What to do when queries would embed with another model than the one that built the index
-/// (`raggrep query` refuses it). Status works without any model installed: if none is found,
-/// nothing is said.
-fn model_mismatch(stats: &index::IndexStats, model: Option<&str>, ort: Option<&Path>) -> Option<String> {
-    let queried_with = Assets::locate(model, ort).and_then(|assets| assets.model_id()).ok()?;
-    (queried_with != stats.model).then(|| {
-        format!(
-            "queries embed with {queried_with}: `raggrep query` refuses this index until `raggrep index` rebuilds it \
-             (or pass --model {}; `--mode lexical` searches its words meanwhile)",
-            stats.model
-        )
-    })
-}
-
-fn cmd_inspect(location: &IndexLocation, chunks: bool, skipped: bool, json: bool) -> Result<()> {
-    let snapshot = Snapshot::open(location)?;
+fn cmd_inspect(engine: &Local, chunks: bool, skipped: bool, json: bool) -> Result<()> {
+    let snapshot = engine.open_as_is()?;
     let mut out = io::stdout().lock();
     if skipped {
         for (path, reason) in snapshot.skipped() {
@@ -1070,32 +860,15 @@ fn cmd_inspect(location: &IndexLocation, chunks: bool, skipped: bool, json: bool
     Ok(())
 }
 
-/// Loads the embedder with default options, or says how to get the assets.
-pub fn load_embedder(model: Option<&str>, ort_dylib: Option<&Path>) -> Result<OnnxEmbedder> {
-    load_embedder_with(model, ort_dylib, EmbedOptions::default())
-}
-
-/// [`load_embedder`] with other options (a background indexer's).
-pub fn load_embedder_with(
-    model: Option<&str>,
-    ort_dylib: Option<&Path>,
-    options: EmbedOptions,
-) -> Result<OnnxEmbedder> {
-    let assets = Assets::locate(model, ort_dylib)?;
-    Ok(OnnxEmbedder::load(assets, options)?)
-}
-
 fn cmd_chunk(file: &Path, json: bool) -> Result<()> {
-    let source = walk::read_source(file, u64::MAX).map_err(|reason| anyhow::anyhow!("{}: {reason}", file.display()))?;
-    let language = Language::detect(file, &source.text);
-    let chunks = chunk_file(&file.to_string_lossy(), &source.text, language, &ChunkConfig::default());
+    let (text, chunks) = engine::chunk_one_file(file)?;
     let mut out = io::stdout().lock();
     for chunk in &chunks {
         if json {
             let mut value = serde_json::to_value(chunk)?;
             value["symbol_path"] = serde_json::json!(chunk.symbol_path());
             value["hash"] = serde_json::json!(chunk.hash.to_string());
-            value["text"] = serde_json::json!(chunk.text(&source.text));
+            value["text"] = serde_json::json!(chunk.text(&text));
             writeln!(out, "{value}")?;
         } else {
             writeln!(

@@ -4,7 +4,7 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use super::location::{self, Resolved, Scope};
-use crate::search::SearchResults;
+use crate::engine::SearchResults;
 use crate::wire::IndexStatus;
 
 struct Style {
@@ -210,9 +210,9 @@ impl<'a> Files<'a> {
 /// 1-based column of the symbol's name in the line, else of its first non-blank character.
 fn column_of(text: &str, symbol: Option<&str>) -> usize {
     let at = symbol
-        .map(crate::chunk::last_segment)
+        .map(crate::engine::last_segment)
         .filter(|n| !n.is_empty())
-        .and_then(|name| crate::chunk::word_at(text, name))
+        .and_then(|name| crate::engine::word_at(text, name))
         .unwrap_or_else(|| text.len() - text.trim_start().len());
     text[..at].chars().count() + 1
 }

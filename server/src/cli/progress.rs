@@ -3,8 +3,50 @@
 use std::io::{self, IsTerminal, Write};
 use std::time::{Duration, Instant};
 
-use crate::index::Progress;
+use crate::engine::{IndexLocation, Progress, Report, UpdateStats};
 use crate::wire::human_duration;
+
+/// The engine's reports on stderr: its notes as lines, indexing progress as a bar (or lines),
+/// a summary line after each update.
+pub struct Terminal {
+    display: Display,
+}
+
+impl Terminal {
+    pub fn new() -> Terminal {
+        Terminal { display: Display::new() }
+    }
+}
+
+impl Report for Terminal {
+    fn say(&mut self, line: &str) {
+        self.display.line(line);
+    }
+
+    fn progress(&mut self, event: Progress) {
+        self.display.event(event);
+    }
+
+    fn updated(&mut self, location: &IndexLocation, stats: &UpdateStats) {
+        self.display.finish();
+        let _ = writeln!(
+            io::stderr(),
+            "indexed {}: {} files ({} changed, {} removed, {} skipped), {} chunks, {} embedded ({} from the machine-wide cache), {} reused from the index, {:.1}s",
+            location.root.display(),
+            stats.files,
+            stats.changed_files,
+            stats.removed_files,
+            stats.skipped_files,
+            stats.chunks,
+            stats.embedded,
+            stats.from_cache,
+            stats.reused,
+            stats.seconds
+        );
+        // A later update (a rebuild after the first) times its own steps.
+        self.display = Display::new();
+    }
+}
 
 pub struct Display {
     tty: bool,

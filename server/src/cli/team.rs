@@ -5,9 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::embed::Embedder;
-use crate::index::{self, IndexLocation, IndexOptions, Snapshot};
-use crate::search::Mode;
+use crate::audit::Door;
+use crate::engine::{Embedder, IndexLocation, IndexOptions, Local, Mode, ModelChoice, SharedCacheConfig};
 use crate::team::push::{self, PushProgress};
 use crate::team::schema::{self, IndexModel};
 use crate::team::search::{TeamQuery, TeamResults};
@@ -48,12 +47,12 @@ pub fn push(args: PushArgs, model: Option<&str>, ort: Option<&Path>) -> Result<(
     // Identity and connection first: a wrong URL or name fails before minutes of indexing.
     let identity = push::identify(&location.root, args.remote.as_deref(), args.branch.as_deref())?;
     let mut client = url.connect()?;
-    let embedder = super::load_embedder(model, ort)?;
-    let info = embedder.info();
-    schema::migrate(&mut client, &url, &IndexModel::of(info))?;
-    let options = IndexOptions { shared_cache: index::SharedCacheConfig::from_env(), ..IndexOptions::default() };
-    super::run_update(&location, &embedder, &options)?;
-    let snapshot = Snapshot::open(&location)?;
+    let mut engine = Local::new(location.clone(), ModelChoice::new(model, ort), Door::Cli);
+    let info = engine.embedder()?.info().clone();
+    schema::migrate(&mut client, &url, &IndexModel::of(&info))?;
+    let options = IndexOptions { shared_cache: SharedCacheConfig::from_env(), ..IndexOptions::default() };
+    engine.update(&options, &mut super::progress::Terminal::new())?;
+    let snapshot = engine.open_as_is()?;
     let mut err = io::stderr();
     let live = err.is_terminal();
     let mut last_line: Option<std::time::Instant> = None;
@@ -108,7 +107,7 @@ pub struct FromArgs<'a> {
 pub fn query(args: FromArgs<'_>, model: Option<&str>, ort: Option<&Path>) -> Result<()> {
     let url = resolve_url(args.url, args.location, "--from URL")?;
     let mut client = url.connect()?;
-    let embedder = super::load_embedder(model, ort)?;
+    let embedder = ModelChoice::new(model, ort).load()?;
     let info = embedder.info();
     let index_model = IndexModel::of(info);
     let request = TeamQuery {

@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use anyhow::{Context, Result, bail};
 
 use super::progress::Display;
-use crate::index::{Progress, UpdateStats};
-use crate::workspace::{Events, MemoryLevel, Settings, Workspace};
+use crate::engine::{Events, MemoryLevel, Settings, Workspace};
+use crate::engine::{Progress, UpdateStats};
 
 #[derive(clap::Args)]
 pub struct WatchArgs {
@@ -40,7 +40,7 @@ pub fn run(args: WatchArgs, model: Option<&str>, ort: Option<&Path>) -> Result<(
     }
     // Watching is background work: indexing yields the CPU to whatever the user is doing.
     let settings = Settings::default();
-    let embedder = super::load_embedder_with(model, ort, settings.embed_options())?;
+    let embedder = crate::engine::ModelChoice::new(model, ort).load_with(settings.embed_options())?;
     let report = Arc::new(Report { json: args.json, progress: Mutex::new(None), reported: Mutex::new(Vec::new()) });
     let workspace = Workspace::new(Arc::new(embedder), settings, report.clone());
     workspace.set_door(crate::audit::Door::Cli);

@@ -6,8 +6,8 @@ use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
 use tower_lsp_server::ls_types::*;
 
 use super::{Backend, COMMANDS, file_path, invalid, to_proto};
-use crate::lang::Language;
-use crate::search::{Mode, Query};
+use crate::engine::Language;
+use crate::engine::{Mode, Query};
 use crate::wire;
 
 /// 1-based inclusive lines of an LSP range (an end at column 0 does not include that line).

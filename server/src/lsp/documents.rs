@@ -67,7 +67,7 @@ pub(super) async fn did_change_watched_files(backend: &Backend, params: DidChang
         let Ok(workspace) = backend.workspace() else { return };
         for change in params.changes {
             if let Some(path) = change.uri.to_file_path() {
-                if path.components().any(|c| c.as_os_str() == crate::index::INDEX_DIR_NAME) {
+                if path.components().any(|c| c.as_os_str() == crate::engine::INDEX_DIR_NAME) {
                     continue; // our own writes
                 }
                 workspace.schedule(&path);

@@ -29,7 +29,7 @@ impl LogSink {
     /// Starts logging to `dir/raggrep.log` (once; later calls are ignored).
     pub fn set_file(&self, dir: &Path) {
         let Ok(mut slot) = self.file.lock() else { return };
-        if slot.is_some() || crate::index::create_private_dir(dir).is_err() {
+        if slot.is_some() || crate::engine::create_private_dir(dir).is_err() {
             return;
         }
         let path = dir.join("raggrep.log");

@@ -1,4 +1,4 @@
-//! The language server (`raggrep lsp`): a front door over [`crate::workspace::Workspace`].
+//! The language server (`raggrep lsp`): a front door over [`crate::engine::Workspace`].
 //!
 //! Only this module knows LSP types (conversions in `to_proto`). Handlers never run engine work
 //! on the async executor: searches go through `spawn_blocking` (which also turns a panic into a
@@ -34,8 +34,8 @@ use tower_lsp_server::{Client, LanguageServer};
 
 pub use transport::run;
 
-use crate::embed::{Assets, OnnxEmbedder};
-use crate::workspace::{FolderIndex, ProjectConfig, Settings, Workspace, looks_like_project};
+use crate::engine::{Assets, OnnxEmbedder};
+use crate::engine::{FolderIndex, ProjectConfig, Settings, Workspace, looks_like_project};
 use progress::{ChannelEvents, Event};
 
 /// Commands advertised in `executeCommandProvider`.

@@ -14,8 +14,8 @@ use tower_lsp_server::ls_types::request::WorkDoneProgressCreate;
 use tower_lsp_server::ls_types::*;
 
 use super::State;
-use crate::index::{Progress, UpdateStats};
-use crate::workspace::{Events, MemoryLevel};
+use crate::engine::{Events, MemoryLevel};
+use crate::engine::{Progress, UpdateStats};
 
 /// Messages from the indexing thread to the client-facing task.
 pub(super) enum Event {

@@ -6,7 +6,7 @@ use tower_lsp_server::jsonrpc::Result;
 use tower_lsp_server::ls_types::*;
 
 use super::{Backend, file_path, to_proto};
-use crate::search::Query;
+use crate::engine::Query;
 
 pub(super) async fn symbol(
     backend: &Backend,

@@ -8,12 +8,12 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use crate::embed::Embedder;
-use crate::search::{Mode, Query};
+use crate::engine::Embedder;
+use crate::engine::{Mode, Query};
+use crate::engine::{TeamSetting, Workspace};
 use crate::team::schema::IndexModel;
 use crate::team::source::{TeamSource, from_setting};
 use crate::wire;
-use crate::workspace::{TeamSetting, Workspace};
 
 /// The source for the current setting and roots, rebuilt when either changes.
 #[derive(Default)]

@@ -6,9 +6,9 @@ use std::path::Path;
 
 use tower_lsp_server::ls_types::{Location, Position, Range, SymbolInformation, SymbolKind, Uri};
 
-use crate::chunk::ChunkKind;
+use crate::engine::ChunkKind;
+use crate::engine::RootHit;
 use crate::wire;
-use crate::workspace::RootHit;
 
 pub fn uri(path: &Path) -> Option<Uri> {
     Uri::from_file_path(path)

@@ -1,5 +1,5 @@
 //! The MCP server (`raggrep mcp`): a front door for coding agents over
-//! [`crate::workspace::Workspace`], speaking the Model Context Protocol on stdio (rmcp).
+//! [`crate::engine::Workspace`], speaking the Model Context Protocol on stdio (rmcp).
 //!
 //! Only this module knows MCP types. Like the language server it runs engine work off the async
 //! executor (`spawn_blocking`, so a panic becomes a tool error, not a dead server) and indexes
@@ -21,12 +21,12 @@ use rmcp::{ErrorData, ServerHandler, ServiceExt, tool, tool_handler, tool_router
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::chunk::{ChunkConfig, estimate_tokens, outline};
-use crate::embed::{Assets, OnnxEmbedder};
-use crate::index::{Progress, UpdateStats};
-use crate::lang::Language;
-use crate::search::{Mode, Query};
-use crate::workspace::{Events, Found, MemoryLevel, ProjectConfig, RootHit, Settings, Workspace};
+use crate::engine::Language;
+use crate::engine::{Assets, OnnxEmbedder};
+use crate::engine::{ChunkConfig, estimate_tokens, outline};
+use crate::engine::{Events, Found, MemoryLevel, ProjectConfig, RootHit, Settings, Workspace};
+use crate::engine::{Mode, Query};
+use crate::engine::{Progress, UpdateStats};
 use crate::{symbols, wire};
 
 /// Results per call when `k` is not given.
@@ -82,7 +82,7 @@ pub fn run(options: Options) -> i32 {
             workspace.set_door(crate::audit::Door::Mcp);
             for root in &roots {
                 // The agent's host named these roots: index them unless the project said "never".
-                let added = crate::workspace::FolderIndex::of(root).and_then(|folder| {
+                let added = crate::engine::FolderIndex::of(root).and_then(|folder| {
                     let index = ProjectConfig::load(&folder.location).enabled != Some(false);
                     workspace.add_folder(folder, index).map(|()| index)
                 });
@@ -437,7 +437,7 @@ fn vector_db(
     use crate::vectordb::Answer;
     let roots = ws.roots();
     let Some(first) = roots.first() else { return Err("no workspace root".into()) };
-    let dir = crate::workspace::FolderIndex::of(first).map_err(|e| e.to_string())?.location.dir;
+    let dir = crate::engine::FolderIndex::of(first).map_err(|e| e.to_string())?.location.dir;
     let action = args.action(&roots)?;
     let target = crate::vectordb::Target { index_dir: &dir, database: None, roots: &roots };
     let outcome =
