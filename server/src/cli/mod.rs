@@ -19,7 +19,7 @@ mod watch;
 
 use crate::audit::Door;
 use crate::engine::{
-    self, Embedder, IndexLocation, IndexOptions, Language, Local, Mode, ModelChoice, Need, OnnxEmbedder, Query,
+    self, Embedder, IndexLocation, IndexOptions, Local, Mode, ModelChoice, Need, OnnxEmbedder, Query, SearchRequest,
     SearchResults, SharedCacheConfig, Snapshot, Status, VectorEncoding,
 };
 use crate::{walk, wire};
@@ -541,8 +541,7 @@ fn dispatch(cli: Cli) -> Result<()> {
             paths,
             print,
         } => {
-            let mode =
-                Mode::parse(&mode).with_context(|| format!("unknown --mode {mode:?}: use hybrid, dense or lexical"))?;
+            let mode = engine::mode(&mode)?;
             if repo.is_some() && from.is_none() && !team {
                 anyhow::bail!("--repo filters the team index: add --from URL or --team");
             }
@@ -564,10 +563,6 @@ fn dispatch(cli: Cli) -> Result<()> {
                 };
                 return team::query(args, model, ort);
             }
-            let language = match language {
-                Some(name) => Some(Language::from_name(&name).with_context(|| format!("unknown --lang {name:?}"))?),
-                None => None,
-            };
             let resolved = location.resolve()?;
             let scope = if here {
                 Scope::Here
@@ -583,10 +578,17 @@ fn dispatch(cli: Cli) -> Result<()> {
                 Some(glob) => Some(glob),
                 None => location::here_glob(&resolved.subtree, scope, path_glob.as_deref())?,
             };
-            let template = Query { k, mode, language, path_glob, min_score, exact, rerank, ..Query::new("") };
-            if rerank {
-                engine::rerank_applies(&template)?;
-            }
+            let request = SearchRequest {
+                mode,
+                lang: language,
+                path: path_glob,
+                min_score: min_score.map(f64::from),
+                exact,
+                rerank,
+                ..SearchRequest::new("", k)
+            };
+            // The text comes per query (one, or a line each from stdin): the options are checked now.
+            let template = request.template()?;
             cmd_query(&resolved, choice, QueryCommand { text: &query, template, json, scope, wait, print: &print })
         }
         Command::Status { location, json } => {

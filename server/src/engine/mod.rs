@@ -10,8 +10,10 @@
 //! here; the types re-exported below are what a door reads or fills in, never a stage to drive.
 
 pub mod local;
+pub mod request;
 
 pub use local::{BACKGROUND_LOG, Local, ModelChoice, Need, Report, Status};
+pub use request::{RequestError, SearchRequest, mode};
 
 pub use crate::workspace::{
     Context, Events, FolderIndex, Found, MemoryLevel, ProjectConfig, RootHit, RootStatus, Settings, TeamSetting,

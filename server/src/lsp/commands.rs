@@ -6,8 +6,7 @@ use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
 use tower_lsp_server::ls_types::*;
 
 use super::{Backend, COMMANDS, file_path, invalid, to_proto};
-use crate::engine::Language;
-use crate::engine::{Mode, Query};
+use crate::engine::{Mode, Query, SearchRequest};
 use crate::wire;
 
 /// 1-based inclusive lines of an LSP range (an end at column 0 does not include that line).
@@ -61,22 +60,16 @@ pub(super) async fn execute_command(backend: &Backend, params: ExecuteCommandPar
     match command {
         "raggrep.search" => {
             let a: SearchArgs = parse_args(command, &args)?;
-            let mode = match a.mode.as_deref() {
-                None => Mode::Hybrid,
-                Some(m) => Mode::parse(m).ok_or_else(|| invalid(format!("unknown mode {m:?}")))?,
-            };
-            let language = match a.lang.as_deref() {
-                None => None,
-                Some(l) => Some(Language::from_name(l).ok_or_else(|| invalid(format!("unknown language {l:?}")))?),
-            };
-            let query = Query {
-                k: a.k.unwrap_or(default_k),
-                mode,
-                path_glob: a.path,
-                language,
+            let mode = a.mode.as_deref().map(crate::engine::mode).transpose().map_err(|e| invalid(e.to_string()))?;
+            let request = SearchRequest {
+                mode: mode.unwrap_or(Mode::Hybrid),
+                lang: a.lang,
+                path: a.path,
                 rerank: a.rerank.unwrap_or(false),
-                ..Query::new(a.query.clone())
+                ..SearchRequest::new(a.query.clone(), a.k.unwrap_or(default_k))
             };
+            // An editor asks as the user types: an empty text is answered (with nothing), not refused.
+            let query = Query { text: a.query.clone(), ..request.template().map_err(|e| invalid(e.to_string()))? };
             let started = std::time::Instant::now();
             let state = backend.state.clone();
             let (found, partial, degraded, team) = backend

@@ -26,7 +26,7 @@ use crate::engine::Language;
 use crate::engine::{Assets, OnnxEmbedder};
 use crate::engine::{ChunkConfig, estimate_tokens, outline};
 use crate::engine::{Events, Found, MemoryLevel, ProjectConfig, RootHit, Settings, Workspace};
-use crate::engine::{Mode, Query};
+use crate::engine::{Mode, Query, SearchRequest};
 use crate::engine::{Progress, UpdateStats};
 use crate::{symbols, wire};
 

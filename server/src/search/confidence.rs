@@ -153,20 +153,10 @@ pub fn of(snapshot: &Snapshot, candidates: &[Candidate], ranked: &[(usize, f32)]
 /// The scores of the first `n` hits the engine would show: overlapping chunks of one file count
 /// once, as in `search_with`'s de-duplication.
 fn distinct_scores(snapshot: &Snapshot, ranked: &[(usize, f32)], n: usize) -> Vec<f32> {
-    let mut kept: Vec<(&str, u32, u32)> = Vec::with_capacity(n);
-    let mut scores = Vec::with_capacity(n);
-    for &(index, score) in ranked {
-        let Some(chunk) = snapshot.chunk(index) else { continue };
-        if kept.iter().any(|&(path, start, end)| super::overlaps(path, start, end, &chunk)) {
-            continue;
-        }
-        kept.push((chunk.path, chunk.start_line, chunk.end_line));
-        scores.push(score);
-        if scores.len() == n {
-            break;
-        }
-    }
-    scores
+    super::distinct_hits(ranked.iter().copied(), n, |index, score| {
+        let chunk = snapshot.chunk(index)?;
+        Some((chunk.path, chunk.start_line, chunk.end_line, score))
+    })
 }
 
 #[cfg(test)]

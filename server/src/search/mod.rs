@@ -75,7 +75,7 @@ impl Default for Fusion {
 }
 
 /// A search request.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Query {
     pub text: String,
     pub k: usize,
@@ -164,8 +164,9 @@ pub enum SearchError {
     Embed(#[from] crate::embed::EmbedError),
 }
 
-/// How many candidates each ranking contributes before fusion and de-duplication.
-fn candidates(k: usize) -> usize {
+/// How many candidates each ranking contributes before fusion and de-duplication (a local
+/// search and a team search alike).
+pub fn candidates(k: usize) -> usize {
     k.saturating_mul(5).max(FUSION_DEPTH)
 }
 
@@ -356,19 +357,12 @@ pub fn search_with(
         Some(name) if query.mode != Mode::Dense => definitions_first(snapshot, name, ranked, &accept),
         _ => ranked,
     };
-    let mut hits: Vec<Hit> = Vec::with_capacity(k);
-    for (chunk_index, score) in ranked {
+    let mut hits = distinct_hits(ranked, k, |chunk_index, score| {
         if query.min_score.is_some_and(|min| score < min) {
-            continue;
+            return None;
         }
-        let Some(chunk) = snapshot.chunk(chunk_index) else {
-            continue;
-        };
-        // Overlapping pieces of one unit (or a unit and its container) count once.
-        if hits.iter().any(|h| overlaps(&h.path, h.start_line, h.end_line, &chunk)) {
-            continue;
-        }
-        hits.push(Hit {
+        let chunk = snapshot.chunk(chunk_index)?;
+        let hit = Hit {
             path: chunk.path.to_string(),
             start_line: chunk.start_line,
             end_line: chunk.end_line,
@@ -379,11 +373,9 @@ pub fn search_with(
             language: chunk.language,
             snippet: String::new(),
             chunk: chunk_index,
-        });
-        if hits.len() >= k {
-            break;
-        }
-    }
+        };
+        Some((chunk.path, chunk.start_line, chunk.end_line, hit))
+    });
     for hit in &mut hits {
         (hit.snippet, hit.line) = snippet(snapshot, hit.chunk, hit.symbol.as_deref());
     }
@@ -461,9 +453,29 @@ fn path_prior(path: &str, tests_ok: bool) -> f32 {
     prior
 }
 
-/// `chunk` overlaps lines `start..=end` of `path`: the two are one hit to a reader.
-fn overlaps(path: &str, start: u32, end: u32, chunk: &ChunkRef<'_>) -> bool {
-    path == chunk.path && start <= chunk.end_line && chunk.start_line <= end
+/// The ranking's tail, for a local and a team search alike: `ranked` best first, at most `k`
+/// hits, and overlapping pieces of one file (a unit and its container) counted once: the two
+/// are one hit to a reader. `place` gives a ranked id's file (any key naming it: a path, or a
+/// repository and a path), its lines and its hit; `None` leaves the id out.
+pub fn distinct_hits<F: PartialEq, T>(
+    ranked: impl IntoIterator<Item = (usize, f32)>,
+    k: usize,
+    mut place: impl FnMut(usize, f32) -> Option<(F, u32, u32, T)>,
+) -> Vec<T> {
+    let mut kept: Vec<(F, u32, u32)> = Vec::new();
+    let mut hits = Vec::with_capacity(k);
+    for (id, score) in ranked {
+        if hits.len() >= k {
+            break;
+        }
+        let Some((file, start, end, hit)) = place(id, score) else { continue };
+        if kept.iter().any(|(f, s, e)| *f == file && *s <= end && start <= *e) {
+            continue;
+        }
+        kept.push((file, start, end));
+        hits.push(hit);
+    }
+    hits
 }
 
 /// How many of the best candidates the reranker re-sorts. Measured over the best 10 and 5 on

@@ -63,11 +63,6 @@ struct Row {
     language: Language,
 }
 
-/// How many candidates each ranking contributes (as the local search).
-fn candidates(k: usize) -> usize {
-    k.saturating_mul(5).max(50)
-}
-
 /// The largest `k` a team query serves (it sizes SQL limits).
 pub const MAX_K: usize = 200;
 
@@ -81,7 +76,7 @@ pub fn search(
     let start = Instant::now();
     check_readable(client, url, model)?;
     let k = query.k.clamp(1, MAX_K);
-    let limit = candidates(k) as i64;
+    let limit = crate::search::candidates(k) as i64;
     let pattern = query.repo_glob.as_deref().map_or_else(|| "%".to_string(), glob_to_like);
     let vector = match (query.mode, embedder) {
         (Mode::Lexical, _) => None,
@@ -191,20 +186,10 @@ pub fn search(
             None => crate::search::fuse(&dense, &lexical, crate::search::Fusion::Weighted { dense_weight: 0.5 }),
         },
     };
-    let mut hits: Vec<TeamHit> = Vec::with_capacity(k);
-    for (id, score) in ranked {
-        let Some(row) = rows.get(id) else { continue };
-        // Overlapping pieces of one unit (or a unit and its container) count once.
-        if hits.iter().any(|h| {
-            h.repo == row.repo
-                && h.hit.path == row.path
-                && h.hit.start_line <= row.end_line
-                && row.start_line <= h.hit.end_line
-        }) {
-            continue;
-        }
+    let hits = crate::search::distinct_hits(ranked, k, |id, score| {
+        let row = rows.get(id)?;
         let language = row.language;
-        hits.push(TeamHit {
+        let hit = TeamHit {
             repo: row.repo.clone(),
             hit: crate::search::Hit {
                 path: row.path.clone(),
@@ -220,11 +205,9 @@ pub fn search(
                 chunk: id,
             },
             content: row.content.clone(),
-        });
-        if hits.len() >= k {
-            break;
-        }
-    }
+        };
+        Some(((row.repo.as_str(), row.path.as_str()), row.start_line, row.end_line, hit))
+    });
     Ok(TeamResults { query: query.text.clone(), took_ms: start.elapsed().as_secs_f64() * 1000.0, results: hits })
 }
 

@@ -58,31 +58,24 @@ impl RaggrepMcp {
     }
 
     async fn search_inner(&self, args: SearchArgs) -> Result<CallToolResult, String> {
-        let text = args.query.trim().to_string();
-        if text.is_empty() {
-            return Err("query is empty: say what to look for".into());
-        }
         let (k, capped) = check_k(args.k)?;
         let budget = check_budget(args.max_tokens)?;
-        let language = match args.lang.as_deref() {
-            None => None,
-            Some(l) => Some(Language::from_name(l).ok_or_else(|| {
-                format!("unknown language {l:?}: use rust, python, javascript, typescript, tsx, go, java, c, cpp, ruby, php, csharp, kotlin, swift, scala, elixir, lua, bash, zig, haskell, dart, objc, ocaml, r, julia, yaml, toml, json, markdown or text")
-            })?),
-        };
-        let path_glob = args.path.as_deref().map(|g| confine::check_glob(&self.roots()?, g)).transpose()?;
+        // The agent's glob stays inside the roots, as every path it sends.
+        let path = args.path.as_deref().map(|g| confine::check_glob(&self.roots()?, g)).transpose()?;
         let mode = match args.mode {
             SearchMode::Hybrid => Mode::Hybrid,
             SearchMode::Dense => Mode::Dense,
             SearchMode::Lexical => Mode::Lexical,
         };
-        let min_score = match args.min_score {
-            Some(score) if !score.is_finite() => return Err(format!("min_score {score} is not a finite number")),
-            // Scores are f32; a bound past its range becomes ±infinity and keeps (or drops) every hit.
-            Some(score) => Some(score as f32),
-            None => None,
+        let request = SearchRequest {
+            mode,
+            lang: args.lang,
+            path,
+            min_score: args.min_score,
+            rerank: args.rerank,
+            ..SearchRequest::new(args.query, k)
         };
-        let query = Query { k, mode, path_glob, language, rerank: args.rerank, min_score, ..Query::new(text) };
+        let query = request.query().map_err(|e| e.to_string())?;
         let started = std::time::Instant::now();
         self.blocking(move |ws| {
             let Found { hits, confidence, reranked_by } = ws.find(&query).map_err(|e| e.to_string())?;
