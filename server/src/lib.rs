@@ -13,6 +13,7 @@ pub mod ask;
 pub mod audit;
 pub mod chunk;
 pub mod cli;
+pub mod config;
 pub mod embed;
 pub mod engine;
 pub mod hooks;

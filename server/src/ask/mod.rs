@@ -65,9 +65,9 @@ impl LlmSettings {
         }
     }
 
-    /// The user's config file ([`crate::workspace::user_config_file`]).
+    /// The user's config file ([`crate::config::user_config_file`]).
     pub fn user_file() -> Option<PathBuf> {
-        crate::workspace::user_config_file()
+        crate::config::user_config_file()
     }
 }
 
@@ -261,6 +261,16 @@ fn members_answer(roots: &[RootIndex], name: &str) -> Result<ExactAnswer, String
     }
     sources.dedup();
     Ok(ExactAnswer { text: answer, sources })
+}
+
+/// Candidates a question's retrieval hands the prompt builder (the budget decides how many go
+/// in): `raggrep ask` and a workspace's `context` alike.
+pub const CANDIDATES: usize = 30;
+
+/// Lines `start..=end` (1-based) of the file at `path` as it is on disk now (empty when it
+/// cannot be read: the snippet then shows no code rather than failing the answer).
+pub fn read_lines(path: &Path, start: u32, end: u32) -> String {
+    line_range(&std::fs::read_to_string(path).unwrap_or_default(), start, end)
 }
 
 /// Lines `start..=end` (1-based, inclusive) of `text`, joined: the body of a snippet.

@@ -17,6 +17,9 @@
 //! keys start (indentation for YAML, `[table]` lines for TOML, a scanner that knows strings
 //! and brackets for JSON). Text they cannot read — JSON that does not balance — is cut into
 //! line windows as any other text.
+//!
+//! Long on purpose: three small hand-written readers (YAML, TOML, JSON: no parser dependency, and
+//! line numbers kept exact) that share the section rules below them.
 
 use std::ops::Range;
 

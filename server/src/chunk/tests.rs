@@ -1,3 +1,7 @@
+//! The chunker's tests, one or more per language and per invariant (ordered chunks, every
+//! non-blank line covered, the token budget), many on real files of each language
+//! (`tests/fixtures/languages/`). Long on purpose: a test file that grows with the languages.
+
 use std::fmt::Write;
 
 use super::*;

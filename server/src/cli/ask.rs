@@ -10,13 +10,11 @@ use anyhow::{Context, Result};
 
 use super::LocationArgs;
 use super::progress::Terminal;
-use crate::ask::{self, LlmSettings, Route, Snippet, Source, llm};
+use crate::ask::{self, LlmSettings, Route, Source, llm};
 use crate::audit::{self, Door};
-use crate::engine::{IndexLocation, Local, ModelChoice, Need, Query, RootIndex};
+use crate::engine::{IndexLocation, Local, ModelChoice, Need, Retrieval, RootIndex};
 use crate::wire;
 
-/// Candidates retrieval hands the prompt builder (the budget decides how many go in).
-const CANDIDATES: usize = 30;
 /// The environment variable holding the API key unless `api_key_env` names another.
 const DEFAULT_KEY_ENV: &str = "RAGGREP_LLM_API_KEY";
 
@@ -97,22 +95,15 @@ pub fn run(args: AskArgs, model: Option<&str>, ort: Option<&Path>) -> Result<()>
     note_route(&route, fallback.as_deref());
 
     // Retrieval: the index's best chunks, read from disk as they are now, under the budget.
-    engine.check_model(&snapshot)?;
-    let query = Query { k: CANDIDATES, ..Query::new(question.clone()) };
-    let results = engine.search(&snapshot, &query)?;
-    super::warn_degraded(results.degraded.as_deref());
-    let confidence = results.confidence.map(wire::Confidence::from);
+    let Retrieval { prompt, confidence, degraded } = engine.prompt_for(&snapshot, &question, args.budget)?;
+    super::warn_degraded(degraded.as_deref());
+    let confidence = confidence.map(wire::Confidence::from);
     if confidence.is_some_and(|c| c.no_confident_match) {
         let _ = writeln!(
             io::stderr(),
             "no confident match: the code base probably holds nothing about this; the snippets are only the closest code"
         );
     }
-    let snippets = results.results.into_iter().map(|hit| {
-        let body = read_lines(&location.root, &hit.path, hit.start_line, hit.end_line);
-        Snippet::from_hit(hit, body)
-    });
-    let prompt = ask::prompt(&question, snippets, args.budget);
     let retrieval_ms = started.elapsed().as_secs_f64() * 1000.0;
     let mut answer = wire::AskAnswer {
         question,
@@ -251,12 +242,6 @@ fn cites(answer: &str, source: &Source) -> bool {
 
 fn ask_source(source: &Source, cited: Option<bool>) -> wire::AskSource {
     wire::AskSource { location: source.citation(), symbol: source.symbol.clone(), kind: source.kind, cited }
-}
-
-/// Lines `start..=end` (1-based) of a file under `root`; empty when it cannot be read.
-fn read_lines(root: &Path, path: &str, start: u32, end: u32) -> String {
-    let text = std::fs::read_to_string(crate::walk::resolve(root, path)).unwrap_or_default();
-    ask::line_range(&text, start, end)
 }
 
 /// The audit log gets the route and the counts, never the question or the answer.

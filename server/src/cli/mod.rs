@@ -2,6 +2,10 @@
 //!
 //! Exit codes: 0 on success, 1 when a search matched nothing (grep's convention), 2 on error
 //! with one line on stderr.
+//!
+//! Long on purpose: the command line's definition (clap structs whose doc comments are the
+//! `--help` text and the manual page) is most of it; each command then parses, asks the engine
+//! (`engine::Local`) and prints.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use crate::ask;
 use crate::audit::{self, Door};
 use crate::embed::{Assets, EmbedOptions, Embedder, OnnxEmbedder};
 use crate::index::{self, IndexError, IndexLocation, IndexOptions, Progress, Snapshot, UpdateStats};
@@ -71,6 +72,14 @@ pub struct Local {
     choice: ModelChoice,
     embedder: Option<OnnxEmbedder>,
     door: Door,
+}
+
+/// A question's retrieval: its prompt, and how the search that filled it went.
+pub struct Retrieval {
+    pub prompt: ask::Prompt,
+    pub confidence: Option<search::Confidence>,
+    /// Why the ranking was worse than usual.
+    pub degraded: Option<String>,
 }
 
 /// What `status` finds.
@@ -166,6 +175,21 @@ impl Local {
         }
         audit::record(&snapshot.location.dir, self.door, "search", results.took_ms, detail);
         Ok(results)
+    }
+
+    /// Retrieval for a question (`raggrep ask`): the model checked against the index, the best
+    /// chunks read from disk as they are now, laid out as the prompt within `budget` tokens.
+    pub fn prompt_for(&mut self, snapshot: &Snapshot, question: &str, budget: usize) -> Result<Retrieval> {
+        self.check_model(snapshot)?;
+        let query = Query { k: ask::CANDIDATES, ..Query::new(question) };
+        let results = self.search(snapshot, &query)?;
+        let root = &self.location.root;
+        let snippets = results.results.into_iter().map(|hit| {
+            let body = ask::read_lines(&crate::walk::resolve(root, &hit.path), hit.start_line, hit.end_line);
+            ask::Snippet::from_hit(hit, body)
+        });
+        let prompt = ask::prompt(question, snippets, budget);
+        Ok(Retrieval { prompt, confidence: results.confidence, degraded: results.degraded })
     }
 
     /// The index's state, or why it cannot be used (status works without any model installed).

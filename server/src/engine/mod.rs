@@ -12,7 +12,7 @@
 pub mod local;
 pub mod request;
 
-pub use local::{BACKGROUND_LOG, Local, ModelChoice, Need, Report, Status};
+pub use local::{BACKGROUND_LOG, Local, ModelChoice, Need, Report, Retrieval, Status};
 pub use request::{RequestError, SearchRequest, mode};
 
 pub use crate::workspace::{

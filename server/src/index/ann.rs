@@ -22,6 +22,9 @@
 //! layer l:  nodes[n_l] (sorted slots) · offsets[n_l + 1] · edges[e_l]
 //! xxh3-64 of everything before (2 words)
 //! ```
+//!
+//! Long on purpose: the graph's build, persistence and search share its CSR layout; about 140
+//! lines are its tests.
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap};

@@ -15,6 +15,9 @@
 //! Readers open a [`Snapshot`]: whatever `CURRENT` named when they looked. Writers
 //! ([`update`]) never modify a published file; they write new ones, fsync, then replace
 //! `CURRENT`. A crash at any point leaves the old or the new generation readable.
+//!
+//! Long on purpose: the on-disk layout and `Snapshot`, the reader every door uses, are documented
+//! and kept together.
 
 mod ann;
 mod discover;

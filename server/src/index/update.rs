@@ -11,6 +11,10 @@
 //! search and all previously embedded chunks answer at once; the snapshot says it is partial),
 //! then while and after embedding. One with nothing for the model, or a save with a few texts,
 //! publishes once.
+//!
+//! Long on purpose: the writer's steps (walk, reuse, chunk, embed in batches, publish
+//! generations, compact) share one locked state and its crash invariants, kept in one place; about
+//! 240 lines are its tests.
 
 use std::collections::HashMap;
 use std::fs;

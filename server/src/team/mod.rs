@@ -129,7 +129,7 @@ pub fn configured_url(workspace_config: &std::path::Path) -> Result<Option<Strin
     if let Some(url) = std::env::var("RAGGREP_TEAM_URL").ok().filter(|u| !u.trim().is_empty()) {
         return Ok(Some(url));
     }
-    match crate::workspace::configured(Some(workspace_config), "team", "url")? {
+    match crate::config::configured(Some(workspace_config), "team", "url")? {
         Some((_, toml::Value::String(url))) => Ok(Some(url)),
         Some((path, _)) => Err(format!("{}: [team] url must be a string", path.display())),
         None => Ok(None),

@@ -11,6 +11,9 @@
 //!
 //! Every failure is a [`VectorDbError`] with one line of text, found before anything is
 //! written: arguments and files are checked first, and writes run in one transaction each.
+//!
+//! Long on purpose: the store's SQL and its checks stay beside the seed's schema; about 60 lines
+//! are its tests, requests are typed in `action.rs`.
 
 use std::io;
 use std::path::{Component, Path, PathBuf};

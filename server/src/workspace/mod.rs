@@ -29,7 +29,8 @@ mod queries;
 mod root;
 mod scheduler;
 
-pub use config::{FolderIndex, ProjectConfig, Settings, TeamSetting, configured, looks_like_project, user_config_file};
+pub use crate::config::{configured, user_config_file};
+pub use config::{FolderIndex, ProjectConfig, Settings, TeamSetting, looks_like_project};
 pub use queries::query_detail;
 use root::{BY_WORDS_ONLY, NOT_SEARCHED, Root, RootState, answers_are_partial, other_model};
 use scheduler::{Job, Scope, worker};

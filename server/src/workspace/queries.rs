@@ -242,7 +242,7 @@ impl Workspace {
     /// The best chunks for `question` that fit in `max_tokens`, each headed by its citation.
     pub fn context(&self, question: &str, max_tokens: usize) -> Result<Context, SearchError> {
         let started = Instant::now();
-        let query = Query { k: 30, ..Query::new(question) };
+        let query = Query { k: crate::ask::CANDIDATES, ..Query::new(question) };
         let Found { hits, confidence, .. } = self.find(&query)?;
         let snippets = hits.into_iter().map(|RootHit { root, hit }| {
             let body = self.read_lines(&crate::walk::resolve(&root, &hit.path), hit.start_line, hit.end_line);
@@ -261,9 +261,10 @@ impl Workspace {
 
     /// Lines `start..=end` (1-based) of a file, from the editor buffer if there is one.
     pub(super) fn read_lines(&self, path: &Path, start: u32, end: u32) -> String {
-        let overlay = self.overlays.get(&canonical_or_parent(path)).map(|o| o.value().clone());
-        let text = overlay.or_else(|| std::fs::read_to_string(path).ok()).unwrap_or_default();
-        crate::ask::line_range(&text, start, end)
+        match self.overlays.get(&canonical_or_parent(path)) {
+            Some(overlay) => crate::ask::line_range(overlay.value(), start, end),
+            None => crate::ask::read_lines(path, start, end),
+        }
     }
 
     /// Whether the published index of the root holding `path` has it as an indexed file.
