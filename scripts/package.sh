@@ -142,6 +142,9 @@ cp -r "$stage/share/raggrep/models" "$stage/share/raggrep/runtime" "$vstage/shar
 # says "no reranker is installed" if asked.
 rm -f "$vstage"/share/raggrep/models/*/rerank-model.*
 rm -rf "$vstage/share/raggrep/models/$(basename "$plain")"
+# The manifest lists every shipped model, most of which the extension leaves out (THIRD_PARTY.md,
+# which it carries, says what the one it holds is).
+rm -f "$vstage/share/raggrep/models/manifest.json"
 cp THIRD_PARTY.md "$vstage/"
 chmod -R u=rwX,go=rX "$vstage"
 find "$vstage" -exec touch -h -d "@$epoch" {} +
