@@ -16,6 +16,7 @@ pub mod cli;
 pub mod config;
 pub mod embed;
 pub mod engine;
+pub mod history;
 pub mod hooks;
 pub mod index;
 pub mod lang;

@@ -618,6 +618,53 @@ pub fn human_duration(seconds: f64) -> String {
     }
 }
 
+/// Answer to `raggrep log --json` and MCP `search_history`: the commits that answer, best first
+/// (newest first without a question).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HistoryResponse {
+    /// The question; absent when the commits are listed by date.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+    pub took_ms: f64,
+    /// Commits in the history index.
+    pub commits: usize,
+    /// A shallow clone: commits before its boundary are missing.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub shallow: bool,
+    /// Why the answer is worse than usual (no model: words only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<String>,
+    pub results: Vec<HistoryHit>,
+}
+
+/// One commit of a history answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HistoryHit {
+    /// The full commit id.
+    pub commit: String,
+    /// Author date, `YYYY-MM-DD` (UTC).
+    pub date: String,
+    pub author: String,
+    pub subject: String,
+    /// Paths it changed (the first ten; `more_files` counts the rest).
+    pub files: Vec<String>,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub more_files: usize,
+    /// Definitions whose lines it changed.
+    pub symbols: Vec<String>,
+    /// A merge (its change is what it brought to its first parent).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub merge: bool,
+    /// How well it answers the question (0-1, comparable within one answer); absent when listed
+    /// by date.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
@@ -827,6 +874,53 @@ mod tests {
                 query: None,
                 error: "index at /work/app/.raggrep is damaged: manifest checksum mismatch".into(),
                 fix: Some("run `raggrep index /work/app` to rebuild it".into()),
+            }
+        );
+    }
+
+    #[test]
+    fn history_answers() {
+        let hit = HistoryHit {
+            commit: "3a4d330a94dc13387ead85a82af3659df6a7d2cc".into(),
+            date: "2024-03-01".into(),
+            author: "Tess".into(),
+            subject: "Drop the proxy credentials when a request is redirected to another host".into(),
+            files: vec!["src/sessions.py".into()],
+            more_files: 0,
+            symbols: vec!["rebuild_proxies".into()],
+            merge: false,
+            score: Some(0.912),
+        };
+        let merge = HistoryHit {
+            commit: "9f1c2e7b5d3a4c6e8f0a1b2c3d4e5f6a7b8c9d0e".into(),
+            subject: "Merge pull request #12 from tess/retry".into(),
+            files: (0..10).map(|i| format!("src/part{i}.py")).collect(),
+            more_files: 3,
+            symbols: Vec::new(),
+            merge: true,
+            score: Some(0.5),
+            ..hit.clone()
+        };
+        insta::assert_json_snapshot!(
+            "history",
+            HistoryResponse {
+                query: Some("proxy authorization leaks on redirect".into()),
+                took_ms: 12.5,
+                commits: 6489,
+                shallow: false,
+                degraded: None,
+                results: vec![hit.clone(), merge],
+            }
+        );
+        insta::assert_json_snapshot!(
+            "history_by_date_in_a_shallow_clone_without_a_model",
+            HistoryResponse {
+                query: None,
+                took_ms: 3.0,
+                commits: 1,
+                shallow: true,
+                degraded: Some("searched by words only: no model".into()),
+                results: vec![HistoryHit { score: None, ..hit }],
             }
         );
     }

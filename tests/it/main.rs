@@ -17,6 +17,7 @@ mod cli;
 mod embed;
 mod embedding_cache;
 mod hardening;
+mod history;
 mod lsp;
 mod lsp_framing;
 mod mcp;

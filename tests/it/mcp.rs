@@ -38,7 +38,17 @@ fn mcp_over_stdio() {
     names.sort_unstable();
     assert_eq!(
         names,
-        ["context", "find_similar", "find_symbol", "outline", "reindex", "search", "status", "vector_db"]
+        [
+            "context",
+            "find_similar",
+            "find_symbol",
+            "outline",
+            "reindex",
+            "search",
+            "search_history",
+            "status",
+            "vector_db"
+        ]
     );
     for tool in tools {
         assert!(!tool["description"].as_str().unwrap_or_default().is_empty(), "{tool}");

@@ -79,7 +79,7 @@ inspect() {
   if [[ $rc -ne 0 ]]; then echo "     (inspector exit $rc: $(head -c 200 "$out.err"))"; fi
 }
 
-tools='{"context","find_similar","find_symbol","outline","reindex","search","status","vector_db"}'
+tools='{"context","find_similar","find_symbol","outline","reindex","search","search_history","status","vector_db"}'
 run_suite() {
   local label="$1"; shift
   inspect "$work/list.json" "$@" --method tools/list --strict

@@ -27,7 +27,7 @@ import urllib.request
 import anyio
 from mcp import Client, StdioServerParameters
 
-EXPECTED_TOOLS = {"search", "find_similar", "context", "outline", "find_symbol", "status", "reindex", "vector_db"}
+EXPECTED_TOOLS = {"search", "find_similar", "context", "outline", "find_symbol", "status", "reindex", "vector_db", "search_history"}
 
 passed = 0
 failed = 0

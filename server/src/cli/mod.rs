@@ -16,6 +16,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 mod ask;
 mod db;
 mod location;
+mod log;
 mod output;
 mod progress;
 mod team;
@@ -213,6 +214,10 @@ enum Command {
     /// The vector store (key, text, value, embedding in SQLite): store, retrieve, delete, list,
     /// search, import-file, set-database.
     Db(db::DbArgs),
+    /// Search the project's history: the commits that most likely fixed or touched what a
+    /// question describes, best first; with --path or --symbol and no question, what changed
+    /// there, newest first.
+    Log(log::LogArgs),
     /// Answer a question about the code: structural questions exactly, others from retrieved
     /// snippets through an OpenAI-compatible LLM (or --prompt: print the prompt).
     Ask(Box<ask::AskArgs>),
@@ -625,6 +630,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Push(args) => team::push(args, model, ort),
         Command::Hook { action } => cmd_hook(action),
         Command::Watch(args) => watch::run(args, model, ort),
+        Command::Log(args) => log::run(args, model, ort),
     }
 }
 

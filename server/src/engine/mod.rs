@@ -9,6 +9,7 @@
 //! Doors reach the pipeline's stages (`walk`, `chunk`, `embed`, `index`, `search`) only through
 //! here; the types re-exported below are what a door reads or fills in, never a stage to drive.
 
+pub mod history;
 pub mod local;
 pub mod request;
 

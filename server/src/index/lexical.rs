@@ -248,6 +248,12 @@ fn stem(word: &str) -> Option<String> {
 }
 
 /// The terms a query searches for: the same code-aware tokens documents get.
+/// The terms of a text as a document holds them: code-aware tokens and their stems, repeated as
+/// often as they occur (for a BM25 outside tantivy: the history's commits).
+pub fn code_terms(text: &str) -> Vec<String> {
+    with_stems(code_tokens(text)).into_iter().map(|(_, _, term)| term).collect()
+}
+
 pub fn query_terms(query: &str) -> Vec<String> {
     let mut terms: Vec<String> = with_stems(code_tokens(query)).into_iter().map(|(_, _, t)| t).collect();
     terms.sort();

@@ -40,10 +40,10 @@ pub use ann::{Ann, EF_SEARCH, UnitCosine};
 pub use discover::{CEILING_ENV, Ceilings, Discovery, Found, discover};
 pub use fsutil::{create_private_dir, write_atomic};
 
-pub use lexical::{LexicalHit, code_tokens, query_terms};
+pub use lexical::{LexicalHit, code_terms, code_tokens, query_terms};
 pub use manifest::FORMAT_VERSION;
 pub use shared_cache::{SharedCache, SharedCacheConfig};
-pub use update::{COMPACT_MIN_DEAD, IndexOptions, Progress, UpdateStats, update};
+pub use update::{COMPACT_MIN_DEAD, IndexOptions, Progress, UpdateStats, prepare_dir, update};
 pub use vectors::Encoding as VectorEncoding;
 
 use lexical::LexicalIndex;

@@ -285,7 +285,7 @@ pub fn update(
 }
 
 /// Creates the index directory, with a `.gitignore` that keeps it out of commits.
-fn prepare_dir(location: &IndexLocation) -> Result<(), IndexError> {
+pub fn prepare_dir(location: &IndexLocation) -> Result<(), IndexError> {
     super::fsutil::create_private_dir(&location.dir).map_err(|e| IndexError::io(&location.dir, e))?;
     let ignore_file = location.dir.join(".gitignore");
     if !ignore_file.exists() {

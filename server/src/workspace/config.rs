@@ -132,12 +132,7 @@ impl ProjectConfig {
     }
 
     pub fn save(&self, location: &IndexLocation) -> Result<(), IndexError> {
-        index::create_private_dir(&location.dir).map_err(|e| IndexError::io(&location.dir, e))?;
-        let ignore = location.dir.join(".gitignore");
-        if !ignore.exists() {
-            index::write_atomic(&ignore, b"# raggrep's index: never commit it.\n*\n")
-                .map_err(|e| IndexError::io(&ignore, e))?;
-        }
+        index::prepare_dir(location)?;
         let text = toml::to_string(self).map_err(|e| IndexError::Corrupt(e.to_string()))?;
         let path = location.dir.join("config.toml");
         index::write_atomic(&path, text.as_bytes()).map_err(|e| IndexError::io(&path, e))

@@ -5,6 +5,7 @@
 mod context;
 mod find_similar;
 mod find_symbol;
+mod history;
 mod index;
 mod outline;
 mod search;
@@ -22,6 +23,7 @@ impl RaggrepMcp {
             + Self::find_symbol_router()
             + Self::index_router()
             + Self::vector_db_router()
+            + Self::history_router()
     }
 }
 

@@ -1,0 +1,87 @@
+//! `search_history`: the project's history by meaning — the commits that most likely fixed or
+//! touched what a question describes, or what changed under a path or in a definition, newest
+//! first (issue 57).
+
+use super::*;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SearchHistoryArgs {
+    /// What to look for in the history, in words ("proxy authentication fails on redirect", "what changed in the retry logic"). Leave it out to list the newest commits for path or symbol.
+    #[serde(default)]
+    #[schemars(with = "String", transform = optional_argument)]
+    pub query: Option<String>,
+    /// Only commits that changed a path under this directory, this file, or matching this glob, relative to the workspace root (e.g. "src/auth/", "src/**/*.py").
+    #[serde(default)]
+    #[schemars(with = "String", transform = optional_argument)]
+    pub path: Option<String>,
+    /// Only commits whose changes touched this definition ("resolve_redirects", "Session.resolve_redirects").
+    #[serde(default)]
+    #[schemars(with = "String", transform = optional_argument)]
+    pub symbol: Option<String>,
+    /// How many commits at most (1-100, default 10; larger values are capped at 100).
+    #[serde(default)]
+    #[schemars(with = "u64", transform = optional_argument)]
+    pub k: Option<u64>,
+    /// Budget for the whole response in estimated tokens (default 2000, at most 50000): commits past it are left out.
+    #[serde(default)]
+    #[schemars(with = "u64", transform = optional_argument)]
+    pub max_tokens: Option<u64>,
+}
+
+#[tool_router(router = history_router, vis = "pub(super)")]
+impl RaggrepMcp {
+    #[tool(
+        description = "Search the project's git history: the commits that most likely fixed or touched what the query describes (by meaning and words over commit messages, changed paths and changed definitions), best first; without a query, the newest commits that changed path or symbol. Each result has commit (id), date, author, subject, files (changed paths), symbols (definitions it changed), merge and score. Also commits (how many are indexed), shallow (history before a shallow clone's boundary is missing) and degraded (searched by words only) when set. The first call on a repository reads and embeds its history (about a minute for 10,000 commits); later calls read only new commits."
+    )]
+    async fn search_history(
+        &self,
+        Parameters(args): Parameters<SearchHistoryArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let result = async {
+            let (k, _) = check_k(args.k)?;
+            let budget = check_budget(args.max_tokens)?;
+            let roots = self.roots()?;
+            let Some(first) = roots.first().cloned() else { return Err("no workspace root".to_string()) };
+            // A path names part of the workspace, as every path an agent sends.
+            let path = args.path.as_deref().map(|path| confine::check_glob(&roots, path)).transpose()?;
+            let store_model = Arc::clone(&self.store_model);
+            self.blocking(move |_| {
+                let folder = crate::engine::FolderIndex::of(&first).map_err(|e| e.to_string())?;
+                // A folder inside a project: its paths are the project's, under the folder.
+                let path = match (folder.subtree.as_str(), path) {
+                    ("", path) => path,
+                    (subtree, Some(path)) => Some(format!("{subtree}/{}", path.trim_start_matches("./"))),
+                    (subtree, None) => Some(subtree.to_string()),
+                };
+                let query = crate::history::HistoryQuery { text: args.query, path, symbol: args.symbol, k };
+                let answer = crate::engine::history::search_history(
+                    &folder.location,
+                    &store_model,
+                    &query,
+                    crate::audit::Door::Mcp,
+                    &mut |_| {},
+                )
+                .map_err(|e| e.to_string())?;
+                let mut response = answer.response;
+                // Within the budget: the best commits that fit.
+                let mut tokens = estimate_tokens(
+                    &serde_json::to_string(&wire::HistoryResponse { results: Vec::new(), ..response.clone() })
+                        .unwrap_or_default(),
+                );
+                let mut kept = Vec::new();
+                for hit in response.results.drain(..) {
+                    let cost = estimate_tokens(&serde_json::to_string(&hit).unwrap_or_default());
+                    if tokens + cost > budget {
+                        break;
+                    }
+                    tokens += cost;
+                    kept.push(hit);
+                }
+                response.results = kept;
+                Ok(success(response))
+            })
+            .await
+        };
+        Ok(result.await.unwrap_or_else(failure))
+    }
+}
