@@ -6,7 +6,11 @@
 //! them empty (the shape of a large monorepo's many small files, cheap to create), built under
 //! `target/bench-scoped/` and indexed once.
 //!
-//! `cargo bench --bench scoped_update -- [--files N] [--code N] [--rounds N]`
+//! With `--cli BIN` it also times the command line as the git hooks run it: `raggrep index`
+//! walking the tree against `raggrep index --paths-from FILE` with the one path a post-commit
+//! hook hands over, the whole process each (start, model load, update, publish).
+//!
+//! `cargo bench --bench scoped_update -- [--files N] [--code N] [--rounds N] [--cli target/release/raggrep]`
 
 #![allow(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)]
 
@@ -86,4 +90,44 @@ fn main() {
     println!("| walk the tree (baseline) | {:.1} | {:.1} |", percentile(&walked, 0.5), percentile(&walked, 0.95));
     println!("| scoped to the saved path | {:.1} | {:.1} |", percentile(&scoped, 0.5), percentile(&scoped, 0.95));
     println!("| **ratio walk / scoped (p50)** | **{:.1}×** | |", percentile(&walked, 0.5) / percentile(&scoped, 0.5));
+
+    let args: Vec<String> = std::env::args().collect();
+    let Some(bin) = args.iter().position(|a| a == "--cli").and_then(|i| args.get(i + 1)) else { return };
+    let list = root.join(".raggrep/changed.list");
+    std::fs::write(&list, format!("{edited}\0")).unwrap();
+    let (mut walked, mut scoped) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        for hooked in [false, true] {
+            let text = format!(
+                "pub fn handler_0(request: &str) -> usize {{\n    request.len() * {round} + {}\n}}\n",
+                11 + usize::from(hooked)
+            );
+            std::fs::write(root.join(edited), text).unwrap();
+            let mut command = std::process::Command::new(bin);
+            command.arg("index").arg(&root).arg("--json");
+            if hooked {
+                command.arg("--paths-from").arg(&list);
+            }
+            let t = Instant::now();
+            let out = command.output().unwrap();
+            let ms = t.elapsed().as_secs_f64() * 1000.0;
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            let stats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(stats["walked"], !hooked, "{stats}");
+            if hooked { scoped.push(ms) } else { walked.push(ms) }
+        }
+    }
+    println!();
+    println!("| `raggrep index` after committing one file ({files} files), the whole process | p50 ms | p95 ms |");
+    println!("|---|---:|---:|");
+    println!(
+        "| walking the tree (`raggrep index`) | {:.1} | {:.1} |",
+        percentile(&walked, 0.5),
+        percentile(&walked, 0.95)
+    );
+    println!(
+        "| the hook's paths (`--paths-from`) | {:.1} | {:.1} |",
+        percentile(&scoped, 0.5),
+        percentile(&scoped, 0.95)
+    );
 }

@@ -38,7 +38,8 @@ pub enum HookError {
 pub struct HookChange {
     pub hook: String,
     pub path: PathBuf,
-    /// `created`, `added` (to an existing hook), `kept` (already there), `removed` (the block),
+    /// `created`, `added` (to an existing hook), `kept` (already there), `updated` (an older block
+    /// brought up to date), `removed` (the block),
     /// `deleted` (the file raggrep had created), `absent`, or `skipped: <why>`.
     pub action: String,
 }
@@ -60,14 +61,29 @@ pub fn hooks_dir(root: &Path) -> Result<PathBuf, HookError> {
 
 /// The block a hook runs: the index update of the repository's top level, in the background
 /// with output discarded (git waits for nothing), at low priority, skipped when the binary it
-/// names is gone.
-fn block(binary: &Path, created: bool, joined: bool) -> String {
+/// names is gone. It hands over the paths the hook's change touched ([`changes`]), so a big tree
+/// is not walked; when git cannot say, the whole tree is updated.
+fn block(hook: &str, binary: &Path, created: bool, joined: bool) -> String {
     let bin = shell_quote(&binary.to_string_lossy());
+    let changes = changes(hook);
     format!(
-        "{begin}\nif [ -x {bin} ]; then\n  ( top=\"$(git rev-parse --show-toplevel 2>/dev/null)\" && cd \"$top\" && nice -n 10 {bin} index . </dev/null >/dev/null 2>&1 & )\nfi\n{end}\n",
+        "{begin}\nif [ -x {bin} ]; then\n  ( top=\"$(git rev-parse --show-toplevel 2>/dev/null)\" && cd \"$top\" || exit 0\n    changed=\"$(mktemp 2>/dev/null)\" || changed=\"\"\n    if [ -n \"$changed\" ] && {changes} >\"$changed\" 2>/dev/null; then\n      nice -n 10 {bin} index . --paths-from \"$changed\"\n    else\n      nice -n 10 {bin} index .\n    fi\n    rm -f \"$changed\" ) </dev/null >/dev/null 2>&1 &\nfi\n{end}\n",
         begin = if created { BEGIN_CREATED } else { BEGIN },
         end = if joined { END_JOINED } else { END },
     )
+}
+
+/// The git command that lists, NUL-separated, the paths a hook's change touched: the commit's,
+/// what a merge brought (`ORIG_HEAD..HEAD`), what a branch checkout changed (`$1..$2`; a file
+/// checkout or a clone's first checkout has no such pair and fails, so the whole tree is read).
+fn changes(hook: &str) -> &'static str {
+    match hook {
+        "post-commit" => "git diff-tree -r --root --no-commit-id --name-only -z HEAD",
+        "post-merge" => "git diff --name-only -z ORIG_HEAD HEAD",
+        _ => {
+            "[ \"$3\" = 1 ] && case \"$1\" in *[!0]*) true ;; *) false ;; esac && git diff --name-only -z \"$1\" \"$2\""
+        }
+    }
 }
 
 fn shell_quote(text: &str) -> String {
@@ -88,7 +104,7 @@ pub fn install(root: &Path, binary: &Path) -> Result<Vec<HookChange>, HookError>
             Err(e) => return Err(HookError::Io { path, source: e }),
         };
         let Some(bytes) = existing else {
-            write_hook(&path, format!("{SHEBANG}\n{}", block(binary, true, false)).as_bytes(), None)?;
+            write_hook(&path, format!("{SHEBANG}\n{}", block(hook, binary, true, false)).as_bytes(), None)?;
             changes.push(change("created"));
             continue;
         };
@@ -96,8 +112,20 @@ pub fn install(root: &Path, binary: &Path) -> Result<Vec<HookChange>, HookError>
             changes.push(change("skipped: not a text file"));
             continue;
         };
-        if find_block(&text).is_some() {
-            changes.push(change("kept"));
+        if let Some((start, end, created)) = find_block(&text) {
+            // An older raggrep's block (or another binary's) is brought up to date in place.
+            let joined = text[start..end].contains(END_JOINED);
+            let current = block(hook, binary, created, joined);
+            let body =
+                if joined && text[start..].starts_with('\n') { &text[start + 1..end] } else { &text[start..end] };
+            if body == current {
+                changes.push(change("kept"));
+            } else {
+                let prefix = if joined && text[start..].starts_with('\n') { "\n" } else { "" };
+                let updated = format!("{}{prefix}{current}{}", &text[..start], &text[end..]);
+                write_hook(&path, updated.as_bytes(), Some(&path))?;
+                changes.push(change("updated"));
+            }
             continue;
         }
         if !is_shell(&text) {
@@ -110,7 +138,7 @@ pub fn install(root: &Path, binary: &Path) -> Result<Vec<HookChange>, HookError>
         if joined {
             updated.push('\n');
         }
-        updated.push_str(&block(binary, false, joined));
+        updated.push_str(&block(hook, binary, false, joined));
         write_hook(&path, updated.as_bytes(), Some(&path))?;
         changes.push(change("added"));
     }
@@ -210,8 +238,10 @@ mod tests {
 
     #[test]
     fn the_block_is_found_exactly() {
-        let text =
-            format!("#!/bin/sh\necho mine\n{}echo after\n", block(Path::new("/opt/r a'b/raggrep"), false, false));
+        let text = format!(
+            "#!/bin/sh\necho mine\n{}echo after\n",
+            block("post-commit", Path::new("/opt/r a'b/raggrep"), false, false)
+        );
         let (start, end, created) = find_block(&text).unwrap();
         assert!(!created);
         assert_eq!(format!("{}{}", &text[..start], &text[end..]), "#!/bin/sh\necho mine\necho after\n");

@@ -1119,6 +1119,58 @@ fn hooks_are_added_beside_the_users_own_and_removed_exactly() {
 }
 
 #[test]
+fn index_reads_only_the_paths_it_is_handed() {
+    let ws = Workspace::polyglot();
+    ws.index();
+    let auth = fs::read_to_string(ws.root().join("src/auth.py")).unwrap();
+    ws.write(
+        "src/auth.py",
+        &format!("{auth}\ndef revoke_token_of_the_pangolin(store, token):\n    store.pop(token)\n"),
+    );
+    // From stdin, one per line: the tree is not walked.
+    let mut child = ws
+        .command(&["index", ".", "--paths-from", "-", "--json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(b"src/auth.py\n").unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (stats["walked"].clone(), stats["changed_files"].clone()),
+        (serde_json::json!(false), serde_json::json!(1)),
+        "{stats}"
+    );
+    let hit = ws.ok(&["query", "pangolin", "--mode", "lexical", "--json", "-k", "1"]);
+    assert!(String::from_utf8_lossy(&hit.stdout).contains("revoke_token_of_the_pangolin"));
+
+    // From a file, NUL-separated as `git diff -z` writes them, from a subdirectory; a path
+    // outside the root is left out; a deleted file leaves the index.
+    fs::remove_file(ws.root().join("src/auth.py")).unwrap();
+    let list = ws.root().join("changed.list");
+    fs::write(&list, b"auth.py\0../../elsewhere.py\0").unwrap();
+    let out = ws.ok_in("src", &["index", "--paths-from", list.to_str().unwrap(), "--json"]);
+    let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (stats["walked"].clone(), stats["removed_files"].clone()),
+        (serde_json::json!(false), serde_json::json!(1)),
+        "{stats}"
+    );
+    fs::remove_file(&list).unwrap();
+    let missing = ws.raggrep(&["index", ".", "--paths-from", "no-such-list"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("reading the changed paths from no-such-list"),
+        "{missing:?}"
+    );
+}
+
+#[test]
 fn a_commit_updates_the_index_in_the_background() {
     let ws = Workspace::polyglot();
     git(ws.root(), &["init", "-q", "-b", "main"]);
@@ -1142,6 +1194,28 @@ fn a_commit_updates_the_index_in_the_background() {
     let out = ws.ok(&["query", "quokka", "--mode", "lexical", "--json", "-k", "1"]);
     let response: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(response["results"][0]["path"], "src/ledger.py", "{response:#}");
+
+    // A commit that changes a file the index has: the hook hands over its path, and the update
+    // reads that file without walking the tree (the audit log keeps each update's counts).
+    let updates = |ws: &Workspace| {
+        let log = fs::read_to_string(ws.root().join(".raggrep/audit.jsonl")).unwrap_or_default();
+        log.lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|e| e["op"] == "index")
+            .collect::<Vec<_>>()
+    };
+    let before = updates(&ws).len();
+    ws.write("src/ledger.py", "def settle_invoice_with_wombat_discount(invoice):\n    return invoice.total * 0.8\n");
+    git(ws.root(), &["commit", "-qam", "third"]);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let scoped = loop {
+        if let Some(update) = updates(&ws).into_iter().skip(before).find(|e| e["changed_files"] == 1) {
+            break update;
+        }
+        assert!(Instant::now() < deadline, "the post-commit hook never updated src/ledger.py: {:?}", updates(&ws));
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    assert_eq!(scoped["walked"], false, "{scoped}");
 }
 
 /// `raggrep watch` with its stdout read line by line as it comes.

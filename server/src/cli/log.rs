@@ -12,7 +12,7 @@ use super::location::LocationArgs;
 use super::{NoMatch, warn_degraded};
 use crate::audit::Door;
 use crate::engine::history::search_history;
-use crate::history::{HistoryProgress, HistoryQuery};
+use crate::engine::{HistoryProgress, HistoryQuery};
 use crate::vectordb::StoreModel;
 use crate::wire;
 

@@ -83,6 +83,13 @@ enum Command {
         /// At low CPU priority (the indexer a first query leaves running).
         #[arg(long, hide = true)]
         background: bool,
+        /// Only these files changed: their paths (from the current directory, or absolute)
+        /// read from FILE, or from stdin with `-`, one per line or NUL-separated (git's `-z`).
+        /// What the git hooks hand over after a commit, merge or checkout, so a big tree is not
+        /// walked; a path new to the index, or an index that cannot be trusted to skip the walk,
+        /// falls back to a whole update.
+        #[arg(long, value_name = "FILE|-")]
+        paths_from: Option<PathBuf>,
     },
     /// Search the index. QUERY `-` reads one query per line from stdin (JSON Lines out).
     /// `raggrep QUESTION [PATH…] [OPTIONS]` without a subcommand is the same.
@@ -504,11 +511,13 @@ fn dispatch(cli: Cli) -> Result<()> {
             compact_min_dead,
             vectors,
             background,
+            paths_from,
         } => {
             if background && let Err(err) = crate::priority::lower_current_thread() {
                 tracing::warn!("cannot lower the indexer's priority: {err}");
             }
             let location = index_location(path.as_deref(), new, location)?;
+            let only_paths = paths_from.as_deref().map(|from| changed_paths(from, &location.root)).transpose()?;
             let mut engine = Local::new(location, choice, Door::Cli);
             // The model loads before the walk: a missing one fails before any work.
             engine.embedder()?;
@@ -522,6 +531,7 @@ fn dispatch(cli: Cli) -> Result<()> {
                 compact_min_dead,
                 vectors,
                 shared_cache: SharedCacheConfig::from_env(),
+                only_paths,
                 ..IndexOptions::default()
             };
             let stats = engine.update(&options, &mut progress::Terminal::new())?;
@@ -632,6 +642,35 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Watch(args) => watch::run(args, model, ort),
         Command::Log(args) => log::run(args, model, ort),
     }
+}
+
+/// The root-relative paths `--paths-from` names: read from a file or stdin, NUL-separated when
+/// there is a NUL, else one per line; relative ones from the current directory. A path outside
+/// the root is left out (and said).
+fn changed_paths(from: &Path, root: &Path) -> Result<Vec<String>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    if from == Path::new("-") {
+        io::stdin().lock().read_to_end(&mut bytes).context("reading the changed paths from stdin")?;
+    } else {
+        bytes = std::fs::read(from).with_context(|| format!("reading the changed paths from {}", from.display()))?;
+    }
+    let separator = if bytes.contains(&0) { b'\0' } else { b'\n' };
+    let cwd = std::env::current_dir().context("the current directory")?;
+    let mut paths = Vec::new();
+    for raw in bytes.split(|&b| b == separator) {
+        let text = String::from_utf8_lossy(raw);
+        let text = text.trim_end_matches('\r');
+        if text.trim().is_empty() {
+            continue;
+        }
+        let absolute = cwd.join(text);
+        match walk::relative_path(&absolute, root) {
+            Some(rel) if !rel.is_empty() => paths.push(rel),
+            _ => tracing::warn!("{text} is outside {}: left out of the update", root.display()),
+        }
+    }
+    Ok(paths)
 }
 
 fn cmd_hook(action: HookAction) -> Result<()> {

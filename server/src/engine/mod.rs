@@ -13,6 +13,7 @@ pub mod history;
 pub mod local;
 pub mod request;
 
+pub use crate::history::{HistoryProgress, HistoryQuery};
 pub use local::{BACKGROUND_LOG, Local, ModelChoice, Need, Report, Retrieval, Status};
 pub use request::{RequestError, SearchRequest, mode};
 

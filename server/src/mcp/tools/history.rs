@@ -53,7 +53,7 @@ impl RaggrepMcp {
                     (subtree, Some(path)) => Some(format!("{subtree}/{}", path.trim_start_matches("./"))),
                     (subtree, None) => Some(subtree.to_string()),
                 };
-                let query = crate::history::HistoryQuery { text: args.query, path, symbol: args.symbol, k };
+                let query = crate::engine::HistoryQuery { text: args.query, path, symbol: args.symbol, k };
                 let answer = crate::engine::history::search_history(
                     &folder.location,
                     &store_model,
