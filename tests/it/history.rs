@@ -227,3 +227,31 @@ fn mcp_search_history_answers_within_its_budget() {
     assert_eq!(refused["isError"], true, "{refused}");
     session.close();
 }
+
+#[test]
+fn the_language_server_answers_a_functions_history() {
+    use crate::lsp_client::Client;
+    let (dir, ids) = project();
+    let root = dir.path().canonicalize().unwrap();
+    let uri = |p: &Path| format!("file://{}", p.display());
+    let mut client = Client::start(BIN, &root);
+    let init = client.request(
+        "initialize",
+        json!({"processId": null, "rootUri": uri(&root), "workspaceFolders": [{"uri": uri(&root), "name": "p"}], "capabilities": {}}),
+    );
+    let commands = init["capabilities"]["executeCommandProvider"]["commands"].as_array().unwrap();
+    assert!(commands.contains(&json!("raggrep.history")), "{init}");
+    client.notify("initialized", json!({}));
+    let file = uri(&root.join("src/session.py"));
+    // The line of `headers = request.headers` (0-based, as LSP counts): inside rebuild_proxies.
+    let line = SESSION.lines().position(|l| l.contains("headers = request.headers")).unwrap();
+    let answer = client.command("raggrep.history", json!({"uri": file, "line": line}));
+    assert_eq!(commits(&answer), [ids["proxy"].clone()], "the commits that changed that method: {answer}");
+    // The file without a line: every commit that changed it, newest first.
+    let answer = client.command("raggrep.history", json!({"uri": file}));
+    assert_eq!(commits(&answer), [ids["proxy"].clone(), ids["add"].clone()], "{answer}");
+    // A question over the whole workspace.
+    let answer = client.command("raggrep.history", json!({"query": "retry on connection errors", "k": 2}));
+    assert!(commits(&answer).contains(&ids["retry"]) || commits(&answer).contains(&ids["merge"]), "{answer}");
+    assert_eq!(client.shutdown_and_exit(), 0);
+}

@@ -119,7 +119,16 @@ for method in enable start; do
   work="$tmp/$method"
   mkdir -p "$work"
   cp -R "$repo/tests/fixtures/polyglot" "$work/ws"
-  mkdir -p "$work/ws/.git"   # a project marker: no "index this folder?" prompt
+  # A real repository (a project marker, so no "index this folder?" prompt, and a history for
+  # :RaggrepHistory): a second commit changes validate_token's docstring back to the fixture's.
+  (
+    cd "$work/ws"
+    g() { git -c user.name=t -c user.email=t@example.invalid -c commit.gpgsign=false "$@"; }
+    sed -i 's/has not expired/is not stale/' src/auth.py
+    g init -q && g add -A && g commit -qm "Add the fixture"
+    cp "$repo/tests/fixtures/polyglot/src/auth.py" src/auth.py
+    g commit -qam "Say that a token must not have expired"
+  )
   for d in config data state cache; do mkdir -p "$work/xdg/$d"; done
   echo "--- nvim test ($method)"
   RAGGREP_TEST_TEAM_URL="$team_url" PGPASSWORD="$team_password" \

@@ -444,6 +444,31 @@ local ok_run, err_run = xpcall(function()
     return table.concat(vim.list_slice(notes, notes_before + 1), '\n'):find('reindexing 1', 1, true) ~= nil
   end))
 
+  -- :RaggrepHistory: the commits that changed the function under the cursor (validate_token:
+  -- run.sh's second commit), then the commits a question describes.
+  vim.cmd.edit(fixture .. '/src/auth.py')
+  vim.api.nvim_win_set_cursor(0, { 21, 4 })
+  vim.fn.setqflist({}, ' ', { title = 'before' })
+  vim.cmd('RaggrepHistory')
+  check(':RaggrepHistory answers', wait(60000, function()
+    return vim.fn.getqflist({ title = 1 }).title:find('^raggrep history: ') ~= nil
+  end), vim.fn.getqflist({ title = 1 }).title)
+  qf = vim.fn.getqflist({ title = 1, items = 1 })
+  check(':RaggrepHistory lists the one commit that changed validate_token', #qf.items == 1
+    and qf.items[1].text:find('Say that a token must not have expired', 1, true) ~= nil
+    and vim.api.nvim_buf_get_name(qf.items[1].bufnr) == fixture .. '/src/auth.py', vim.inspect(qf))
+  check(':RaggrepHistory titles the list with the file and line', qf.title:find('src/auth.py:21', 1, true) ~= nil, qf.title)
+  vim.cmd('cclose')
+  vim.fn.setqflist({}, ' ', { title = 'before' })
+  vim.cmd('RaggrepHistory adding the fixture')
+  check(':RaggrepHistory QUESTION answers', wait(60000, function()
+    return vim.fn.getqflist({ title = 1 }).title == 'raggrep history: adding the fixture'
+  end), vim.fn.getqflist({ title = 1 }).title)
+  qf = vim.fn.getqflist({ items = 1 })
+  check(':RaggrepHistory QUESTION puts the commit it describes first', #qf.items == 2
+    and qf.items[1].text:find('Add the fixture', 1, true) ~= nil, vim.inspect(qf.items))
+  vim.cmd('cclose')
+
   -- :checkhealth raggrep
   local ok_health, err_health = pcall(vim.cmd, 'checkhealth raggrep')
   io.stdout:write('\n') -- after nvim's own "Running healthchecks..."

@@ -18,8 +18,8 @@ pub use local::{BACKGROUND_LOG, Local, ModelChoice, Need, Report, Retrieval, Sta
 pub use request::{RequestError, SearchRequest, mode};
 
 pub use crate::workspace::{
-    Context, Events, FolderIndex, Found, MemoryLevel, ProjectConfig, RootHit, RootStatus, Settings, TeamSetting,
-    Workspace, configured, looks_like_project, query_detail, user_config_file,
+    Context, Events, FolderIndex, Found, HistoryScope, MemoryLevel, ProjectConfig, RootHit, RootStatus, Settings,
+    TeamSetting, Workspace, configured, looks_like_project, query_detail, user_config_file,
 };
 
 // What a door names of the pipeline: its requests, answers and settings.

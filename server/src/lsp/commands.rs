@@ -42,6 +42,17 @@ struct ContextArgs {
 }
 
 #[derive(serde::Deserialize, Default)]
+struct HistoryArgs {
+    query: Option<String>,
+    path: Option<String>,
+    symbol: Option<String>,
+    k: Option<usize>,
+    /// A file: its history (with `line`, 0-based as LSP counts: the definition around it).
+    uri: Option<Uri>,
+    line: Option<u32>,
+}
+
+#[derive(serde::Deserialize, Default)]
 struct ToggleArgs {
     enabled: Option<bool>,
     uri: Option<Uri>,
@@ -123,6 +134,34 @@ pub(super) async fn execute_command(backend: &Backend, params: ExecuteCommandPar
                 .blocking(move |ws| Ok((ws.context(&a.query, max_tokens)?, ws.is_partial(), ws.degraded(Mode::Hybrid))))
                 .await?;
             reply(wire::ContextResponse::new(context, partial, degraded))
+        }
+        "raggrep.history" => {
+            let a: HistoryArgs = if args.is_empty() { HistoryArgs::default() } else { parse_args(command, &args)? };
+            let file = a.uri.as_ref().map(file_path).transpose()?;
+            let k = a.k.unwrap_or(default_k).clamp(1, 100);
+            let state = backend.state.clone();
+            let answer = backend
+                .blocking(move |ws| {
+                    let line = a.line.map(|l| l + 1);
+                    let scope = ws
+                        .history_scope(file.as_deref(), line)
+                        .ok_or_else(|| anyhow::anyhow!("the file is in no workspace folder raggrep serves"))?;
+                    // A path given is relative to the folder's index, as every path of a hit.
+                    let path = a.path.or(scope.path);
+                    let symbol = a.symbol.or(scope.symbol);
+                    let query = crate::engine::HistoryQuery { text: a.query, path, symbol, k };
+                    let model = state.history_model.get_or_init(|| crate::vectordb::StoreModel::new(None, None));
+                    let answer = crate::engine::history::search_history(
+                        &scope.location,
+                        model,
+                        &query,
+                        crate::audit::Door::Lsp,
+                        &mut |_| {},
+                    )?;
+                    Ok(answer.response)
+                })
+                .await?;
+            reply(answer)
         }
         "raggrep.reindex" => {
             let workspace = backend.workspace()?;

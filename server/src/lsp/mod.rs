@@ -46,6 +46,7 @@ pub const COMMANDS: &[&str] = &[
     "raggrep.reindex",
     "raggrep.status",
     "raggrep.toggle",
+    "raggrep.history",
     "raggrep.pause",
     "raggrep.resume",
 ];
@@ -84,6 +85,8 @@ pub struct State {
     shutting_down: tokio::sync::Notify,
     /// The team index source the `team` setting asks for.
     team: Mutex<team::TeamCache>,
+    /// The history's model (all-MiniLM-L6-v2 itself), loaded on the first `raggrep.history`.
+    history_model: OnceLock<crate::vectordb::StoreModel>,
 }
 
 pub struct Backend {

@@ -85,6 +85,17 @@ pub struct Found {
     pub reranked_by: Option<String>,
 }
 
+/// What a history question about a place in the workspace covers ([`Workspace::history_scope`]).
+#[derive(Debug, Clone)]
+pub struct HistoryScope {
+    /// The index whose repository's history answers.
+    pub location: IndexLocation,
+    /// A path in that index's terms (a file, or a folder's directory).
+    pub path: Option<String>,
+    /// The definition around the line asked about.
+    pub symbol: Option<String>,
+}
+
 /// A hit with the root it comes from.
 #[derive(Debug, Clone, Serialize)]
 pub struct RootHit {

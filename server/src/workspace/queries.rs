@@ -239,6 +239,35 @@ impl Workspace {
             .map(|c| (c.start_line, c.end_line))
     }
 
+    /// Where a history question about a file (and a line of it) goes: the index the file's
+    /// root uses, the file's path in it, and the definition around the line, if any; without
+    /// a file, the first root (a folder inside a project: its directory in the project).
+    pub fn history_scope(&self, path: Option<&Path>, line: Option<u32>) -> Option<HistoryScope> {
+        let Some(path) = path else {
+            let root = self.roots.read().ok()?.first().cloned()?;
+            let subtree = (!root.subtree.is_empty()).then(|| root.subtree.clone());
+            return Some(HistoryScope { location: root.location.clone(), path: subtree, symbol: None });
+        };
+        let (root_path, rel) = self.locate(path)?;
+        let root = self.root(&root_path)?;
+        let in_index = crate::index::in_index(&root.subtree, &rel);
+        // The innermost definition around the line, from the file's syntax as it is now (an
+        // editor buffer or the disk): a method too small for a chunk of its own still counts.
+        let symbol = line.and_then(|line| {
+            let text = match self.overlays.get(&canonical_or_parent(path)) {
+                Some(overlay) => overlay.value().clone(),
+                None => std::fs::read_to_string(path).ok()?,
+            };
+            let language = crate::lang::Language::detect(path, &text);
+            crate::chunk::outline(&text, language, &crate::chunk::ChunkConfig::default())
+                .into_iter()
+                .filter(|d| d.start_line <= line && line <= d.end_line)
+                .min_by_key(|d| d.end_line - d.start_line)
+                .map(|d| d.symbol)
+        });
+        Some(HistoryScope { location: root.location.clone(), path: Some(in_index), symbol })
+    }
+
     /// The best chunks for `question` that fit in `max_tokens`, each headed by its citation.
     pub fn context(&self, question: &str, max_tokens: usize) -> Result<Context, SearchError> {
         let started = Instant::now();

@@ -271,6 +271,50 @@ function M.context(query, max_tokens)
   end)
 end
 
+--- The history of the function under the cursor, or the commits a question describes, into
+--- the quickfix list (one entry per commit: its id, date and subject). opts: query, bufnr,
+--- line (1-based; default the cursor's), k.
+function M.history(opts)
+  opts = opts or {}
+  local bufnr = opts.bufnr or vim.api.nvim_get_current_buf()
+  local file = vim.api.nvim_buf_get_name(bufnr)
+  local args = { k = opts.k or config.options.k }
+  local title
+  local query = vim.trim(opts.query or '')
+  if query ~= '' then
+    args.query = query
+    title = 'raggrep history: ' .. query
+  elseif file ~= '' then
+    args.uri = vim.uri_from_bufnr(bufnr)
+    args.line = (opts.line or vim.api.nvim_win_get_cursor(0)[1]) - 1
+    title = ('raggrep history: %s:%d'):format(vim.fn.fnamemodify(file, ':~:.'), args.line + 1)
+  else
+    notify('no file and no question: nothing to look up', vim.log.levels.WARN)
+    return
+  end
+  return M.execute('raggrep.history', args, function(result, client)
+    local root = client and client.config and client.config.root_dir
+    local items = {}
+    for _, commit in ipairs(value(result.results) or {}) do
+      local files = value(commit.files) or {}
+      -- A function's history opens its file; a question's, the first file the commit changed.
+      local target = args.uri and file or (root and files[1] and vim.fs.joinpath(root, files[1])) or file
+      items[#items + 1] = {
+        filename = target,
+        lnum = 1,
+        text = ('%s %s %s'):format((commit.commit or ''):sub(1, 12), commit.date or '', commit.subject or ''),
+      }
+    end
+    if #items == 0 then
+      notify(title .. ': no commit found')
+    end
+    vim.fn.setqflist({}, ' ', { title = title, items = items })
+    if #items > 0 then
+      vim.cmd('copen')
+    end
+  end, { bufnr = bufnr })
+end
+
 local function with_query(fn)
   return function(o)
     if o.args ~= '' then
@@ -311,6 +355,9 @@ function M.create_commands()
   command('RaggrepPause', function() M.pause() end, { desc = 'raggrep: pause indexing (changes are queued, search goes on)' })
   command('RaggrepResume', function() M.resume() end, { desc = 'raggrep: resume indexing' })
   command('RaggrepContext', with_query(function(q) M.context(q) end), { nargs = '*', desc = 'raggrep: context for a question' })
+  command('RaggrepHistory', function(o)
+    M.history({ query = o.args })
+  end, { nargs = '*', desc = 'raggrep: the commits that changed the function under the cursor, or that a question describes' })
 end
 
 --- Starts (or reuses) the client for a buffer with vim.lsp.start (the 0.10 way).
