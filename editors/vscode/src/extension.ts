@@ -1,7 +1,9 @@
 // The VS Code client of `raggrep lsp`: starts the server, passes settings, and puts its results
 // into VS Code's own UI. All search logic is in the server.
 
+import { execFile } from 'node:child_process';
 import * as os from 'node:os';
+import * as path from 'node:path';
 import * as vscode from 'vscode';
 import {
   DidChangeConfigurationNotification,
@@ -17,6 +19,7 @@ import {
   foldProgress,
   formatStatus,
   Hit,
+  historyItems,
   hitRange,
   hitUri,
   pauseMessage,
@@ -437,6 +440,58 @@ class Raggrep implements vscode.Disposable {
     }
   }
 
+  /**
+   * The commits that changed the function under the cursor (the file's, outside a function), or
+   * without an editor the commits a question describes: a QuickPick; choosing one opens what it
+   * changed (in that file) as a diff.
+   */
+  async showHistory(): Promise<void> {
+    const editor = vscode.window.activeTextEditor;
+    let args: Record<string, unknown>;
+    let title: string;
+    let file: vscode.Uri | undefined;
+    if (editor && editor.document.uri.scheme === 'file') {
+      file = editor.document.uri;
+      const line = editor.selection.active.line;
+      args = { uri: file.toString(), line };
+      title = `raggrep: History of ${vscode.workspace.asRelativePath(file, false)}:${line + 1}`;
+    } else {
+      const query = await vscode.window.showInputBox({ title: 'raggrep: Show History', prompt: 'What to look for in the history' });
+      if (!query?.trim()) return;
+      args = { query: query.trim() };
+      title = `raggrep: History — ${query.trim()}`;
+    }
+    let items;
+    try {
+      const result = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Window, title: 'raggrep: reading the history' },
+        () => this.execute<unknown>('raggrep.history', args),
+      );
+      items = historyItems(result);
+    } catch (err) {
+      void vscode.window.showErrorMessage(`raggrep: Show History failed: ${errorText(err)}`);
+      return;
+    }
+    if (items.length === 0) {
+      void vscode.window.showInformationMessage(`${title}: no commit found.`);
+      return;
+    }
+    const picked = await vscode.window.showQuickPick(items, { title, matchOnDescription: true, matchOnDetail: true });
+    if (!picked) return;
+    const folder = file ? vscode.workspace.getWorkspaceFolder(file) : vscode.workspace.workspaceFolders?.[0];
+    const gitArgs = ['show', '--no-color', '--no-ext-diff', picked.commit];
+    if (file && folder) gitArgs.push('--', path.relative(folder.uri.fsPath, file.fsPath));
+    execFile('git', gitArgs, { cwd: folder?.uri.fsPath, maxBuffer: 32 * 1024 * 1024 }, (err, stdout, stderr) => {
+      if (err) {
+        void vscode.window.showErrorMessage(`raggrep: git show ${picked.commit.slice(0, 12)} failed: ${String(stderr || err.message).trim()}`);
+        return;
+      }
+      void vscode.workspace
+        .openTextDocument({ language: 'diff', content: stdout })
+        .then((doc) => vscode.window.showTextDocument(doc, { preview: false }));
+    });
+  }
+
   /** The best chunks for a question under a token budget, in a new Markdown document. */
   async contextForQuestion(): Promise<void> {
     const query = await vscode.window.showInputBox({ title: 'raggrep: Context for a Question', prompt: 'The question to gather code for' });
@@ -496,6 +551,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('raggrep.pauseIndexing', () => r.setPaused(true)),
     vscode.commands.registerCommand('raggrep.resumeIndexing', () => r.setPaused(false)),
     vscode.commands.registerCommand('raggrep.contextForQuestion', () => r.contextForQuestion()),
+    vscode.commands.registerCommand('raggrep.showHistory', () => r.showHistory()),
     vscode.commands.registerCommand('raggrep.restartServer', () => r.restart()),
     vscode.workspace.onDidChangeConfiguration((e) => void r.configurationChanged(e)),
     vscode.workspace.onDidChangeWorkspaceFolders(() => {

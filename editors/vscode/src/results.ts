@@ -673,3 +673,44 @@ export function foldProgress(
   if (value.percentage !== undefined) next.percentage = value.percentage;
   return next;
 }
+
+/** A commit of a `raggrep.history` answer (`raggrep log --json`'s result). */
+export interface HistoryCommit {
+  commit: string;
+  date?: string;
+  author?: string;
+  subject?: string;
+  files?: string[];
+  more_files?: number;
+  symbols?: string[];
+  merge?: boolean;
+  score?: number;
+}
+
+/** A row of the history QuickPick: the subject, then date, short id and author, then the paths. */
+export interface HistoryItem {
+  label: string;
+  description: string;
+  detail: string;
+  commit: string;
+}
+
+/** The rows of a `raggrep.history` answer, in its order; anything that is not a commit is left out. */
+export function historyItems(result: unknown): HistoryItem[] {
+  const commits = (result as { results?: unknown } | null)?.results;
+  if (!Array.isArray(commits)) return [];
+  const items: HistoryItem[] = [];
+  for (const c of commits as HistoryCommit[]) {
+    if (typeof c !== 'object' || c === null || typeof c.commit !== 'string') continue;
+    const files = Array.isArray(c.files) ? c.files.filter((f) => typeof f === 'string') : [];
+    const more = typeof c.more_files === 'number' && c.more_files > 0 ? ` and ${c.more_files} more` : '';
+    const symbols = Array.isArray(c.symbols) && c.symbols.length > 0 ? ` · changed: ${c.symbols.join(', ')}` : '';
+    items.push({
+      label: `$(git-commit) ${c.subject ?? ''}`,
+      description: [c.date, c.commit.slice(0, 12), c.author, c.merge ? 'merge' : undefined].filter(Boolean).join(' · '),
+      detail: `${files.join(', ')}${more}${symbols}`,
+      commit: c.commit,
+    });
+  }
+  return items;
+}

@@ -118,7 +118,20 @@ for (const f of fs.readdirSync(artifacts)) {
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'raggrep-vscode-e2e-'));
 const ws = path.join(tmp, 'polyglot');
 fs.cpSync(fixture, ws, { recursive: true });
-fs.mkdirSync(path.join(ws, '.git')); // a project marker: the server indexes without asking
+// A real repository: a project marker (the server indexes without asking) and a history for
+// "raggrep: Show History" — a second commit changes validate_token's docstring back to the fixture's.
+{
+  const git = (...args) =>
+    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.invalid', '-c', 'commit.gpgsign=false', ...args], { cwd: ws, stdio: 'pipe' });
+  const auth = path.join(ws, 'src', 'auth.py');
+  const original = fs.readFileSync(auth, 'utf8');
+  fs.writeFileSync(auth, original.replace('has not expired', 'is not stale'));
+  git('init', '-q');
+  git('add', '-A');
+  git('commit', '-qm', 'Add the fixture');
+  fs.writeFileSync(auth, original);
+  git('commit', '-qam', 'Say that a token must not have expired');
+}
 const raggrepHome = bundled ? path.join(tmp, 'empty-raggrep-cache') : env('RAGGREP_HOME', path.join(os.homedir(), '.cache', 'raggrep'));
 fs.mkdirSync(raggrepHome, { recursive: true });
 const userData = path.join(tmp, 'user-data');
@@ -370,6 +383,29 @@ async function main() {
     await page.screenshot({ path: path.join(artifacts, 'code-action.png') });
     await page.keyboard.press('Escape');
     await similarTitle.first().waitFor({ state: 'hidden', timeout: 5_000 }).catch(() => {});
+  }
+
+  // raggrep: Show History on the function under the cursor (validate_token, line 22): the one
+  // commit that changed it; Enter opens what it changed in the file as a diff.
+  const historyTitle = title.filter({ hasText: 'raggrep: History of src/auth.py:22' });
+  await page.keyboard.press('Escape');
+  check('"raggrep: Show History" is in the command palette', await palette('raggrep: Show History'));
+  const history = await visible(historyTitle, 60_000);
+  const historyRows = history ? (await rows.allInnerTexts()).map((t) => t.replace(/\s+/g, ' ').trim()) : [];
+  historyRows.forEach((l, i) => note(`history #${i + 1} ${l}`));
+  check(
+    'Show History lists the one commit that changed validate_token',
+    history && historyRows.length === 1 && historyRows[0].includes('Say that a token must not have expired'),
+    historyRows.join(' | ') || (await title.innerText().catch(() => '(no QuickPick)')).trim(),
+  );
+  if (history) {
+    await page.keyboard.press('Enter');
+    const diff = page.locator('.editor-group-container.active .view-lines').filter({ hasText: '+    """Check that an API token exists and has not expired."""' });
+    check("Enter opens the commit's change of src/auth.py as a diff", await visible(diff, 15_000), await page.locator('.tabs-container').innerText().catch(() => '(no tabs)'));
+    await page.screenshot({ path: path.join(artifacts, 'history.png') });
+    // Back to src/auth.py: the scratch diff closes without a save prompt.
+    await palette('View: Revert and Close Editor');
+    await visible(page.locator('.tabs-container .tab.active').filter({ hasText: 'auth.py' }), 10_000);
   }
 
   // raggrep.findSimilar.show = "peek": the same results in a peek view. The setting is changed

@@ -8,6 +8,7 @@ import {
   formatScore,
   formatStatus,
   Hit,
+  historyItems,
   hitToItem,
   hitUri,
   kindIcon,
@@ -416,4 +417,40 @@ test('no team section, or one with neither hits nor an error: no team rows, loca
   assert.deepEqual(resultsToItems(withTeam.results)[0], hitToItem(validateToken));
   assert.equal(searchTitle({ ...withTeam, team: undefined }), 'raggrep: Semantic Search — 1 result in 3 ms');
   assert.equal(searchTitle(withTeam), 'raggrep: Semantic Search — 1 result in 3 ms, 1 from the team index');
+});
+
+test('history rows: subject, then date, short id, author (and merge), then paths and definitions', () => {
+  const items = historyItems({
+    commits: 6489,
+    results: [
+      {
+        commit: '3a4d330a94dc13387ead85a82af3659df6a7d2cc',
+        date: '2024-03-01',
+        author: 'Tess',
+        subject: 'Drop the proxy credentials on redirects',
+        files: ['src/sessions.py'],
+        symbols: ['rebuild_proxies'],
+        score: 0.9,
+      },
+      { commit: '9f1c2e7b5d3a4c6e8f0a1b2c3d4e5f6a7b8c9d0e', date: '2024-02-01', subject: 'Merge pull request #12', files: ['a.py'], more_files: 3, merge: true },
+      null,
+      { subject: 'no id' },
+    ],
+  });
+  assert.deepEqual(items, [
+    {
+      label: '$(git-commit) Drop the proxy credentials on redirects',
+      description: '2024-03-01 · 3a4d330a94dc · Tess',
+      detail: 'src/sessions.py · changed: rebuild_proxies',
+      commit: '3a4d330a94dc13387ead85a82af3659df6a7d2cc',
+    },
+    {
+      label: '$(git-commit) Merge pull request #12',
+      description: '2024-02-01 · 9f1c2e7b5d3a · merge',
+      detail: 'a.py and 3 more',
+      commit: '9f1c2e7b5d3a4c6e8f0a1b2c3d4e5f6a7b8c9d0e',
+    },
+  ]);
+  assert.deepEqual(historyItems(null), []);
+  assert.deepEqual(historyItems({ results: 'x' }), []);
 });
