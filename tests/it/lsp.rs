@@ -167,6 +167,10 @@ fn language_server_end_to_end() {
     let action = &actions[0];
     assert_eq!(action["title"], "Find similar code");
     assert_eq!(action["command"]["command"], "raggrep.findSimilar");
+    // Second: the history of the code there (the line asked about, for the definition around it).
+    assert_eq!(actions[1]["title"], "Show history of this code", "{actions}");
+    assert_eq!(actions[1]["command"]["command"], "raggrep.history");
+    assert_eq!(actions[1]["command"]["arguments"][0], json!({"uri": uri(&auth), "line": 21}));
     let range = &action["command"]["arguments"][0]["range"];
     assert_eq!(range["start"]["line"], 18, "expanded to validate_token: {range}");
     assert_eq!(range["end"]["line"], 25);

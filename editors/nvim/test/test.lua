@@ -444,6 +444,19 @@ local ok_run, err_run = xpcall(function()
     return table.concat(vim.list_slice(notes, notes_before + 1), '\n'):find('reindexing 1', 1, true) ~= nil
   end))
 
+  -- The "Show history of this code" code action runs the client-side handler: the same list.
+  vim.cmd.edit(fixture .. '/src/auth.py')
+  vim.api.nvim_win_set_cursor(0, { 22, 4 })
+  vim.fn.setqflist({}, ' ', { title = 'before' })
+  vim.lsp.buf.code_action({
+    apply = true,
+    filter = function(a) return a.title == 'Show history of this code' end,
+  })
+  check('the history code action fills the quickfix list', wait(60000, function()
+    return vim.fn.getqflist({ title = 1 }).title:find('src/auth.py:22', 1, true) ~= nil
+  end), vim.fn.getqflist({ title = 1 }).title)
+  vim.cmd('cclose')
+
   -- :RaggrepHistory: the commits that changed the function under the cursor (validate_token:
   -- run.sh's second commit), then the commits a question describes.
   vim.cmd.edit(fixture .. '/src/auth.py')

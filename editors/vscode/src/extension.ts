@@ -445,12 +445,18 @@ class Raggrep implements vscode.Disposable {
    * without an editor the commits a question describes: a QuickPick; choosing one opens what it
    * changed (in that file) as a diff.
    */
-  async showHistory(): Promise<void> {
+  async showHistory(from?: unknown): Promise<void> {
     const editor = vscode.window.activeTextEditor;
     let args: Record<string, unknown>;
     let title: string;
     let file: vscode.Uri | undefined;
-    if (editor && editor.document.uri.scheme === 'file') {
+    // From the code action: its file and line; from the palette: the cursor's.
+    const at = from as { uri?: unknown; line?: unknown } | undefined;
+    if (typeof at?.uri === 'string' && typeof at.line === 'number') {
+      file = vscode.Uri.parse(at.uri);
+      args = { uri: at.uri, line: at.line };
+      title = `raggrep: History of ${vscode.workspace.asRelativePath(file, false)}:${at.line + 1}`;
+    } else if (editor && editor.document.uri.scheme === 'file') {
       file = editor.document.uri;
       const line = editor.selection.active.line;
       args = { uri: file.toString(), line };
@@ -522,15 +528,24 @@ function isSimilarArgs(value: unknown): value is { uri: string; range: Range } {
   );
 }
 
+/** The extension's own command for each server command a code action names (run as is, the
+ * server's answer would go nowhere). */
+const REROUTED: Record<string, string> = {
+  [SERVER_FIND_SIMILAR]: 'raggrep.findSimilarCode',
+  'raggrep.history': 'raggrep.showHistory',
+};
+
 function rerouteFindSimilar(action: vscode.Command | vscode.CodeAction): vscode.Command | vscode.CodeAction {
   if (action instanceof vscode.CodeAction) {
-    if (action.command?.command === SERVER_FIND_SIMILAR) {
-      action.command = { ...action.command, command: 'raggrep.findSimilarCode' };
+    const ours = action.command && REROUTED[action.command.command];
+    if (action.command && ours) {
+      action.command = { ...action.command, command: ours };
     }
     return action;
   }
-  if ((action as vscode.Command).command === SERVER_FIND_SIMILAR) {
-    return { ...(action as vscode.Command), command: 'raggrep.findSimilarCode' };
+  const ours = REROUTED[(action as vscode.Command).command];
+  if (ours) {
+    return { ...(action as vscode.Command), command: ours };
   }
   return action;
 }
@@ -551,7 +566,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('raggrep.pauseIndexing', () => r.setPaused(true)),
     vscode.commands.registerCommand('raggrep.resumeIndexing', () => r.setPaused(false)),
     vscode.commands.registerCommand('raggrep.contextForQuestion', () => r.contextForQuestion()),
-    vscode.commands.registerCommand('raggrep.showHistory', () => r.showHistory()),
+    vscode.commands.registerCommand('raggrep.showHistory', (args?: unknown) => r.showHistory(args)),
     vscode.commands.registerCommand('raggrep.restartServer', () => r.restart()),
     vscode.workspace.onDidChangeConfiguration((e) => void r.configurationChanged(e)),
     vscode.workspace.onDidChangeWorkspaceFolders(() => {

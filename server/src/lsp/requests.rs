@@ -1,5 +1,6 @@
 //! Requests other than commands: `workspace/symbol` (search results as symbols) and
-//! `textDocument/codeAction` (Find similar code for the selection or the unit under the cursor).
+//! `textDocument/codeAction` (Find similar code for the selection or the unit under the cursor, and
+//! the history of the code there).
 
 use serde_json::json;
 use tower_lsp_server::jsonrpc::Result;
@@ -37,6 +38,10 @@ pub(super) async fn code_action(backend: &Backend, params: CodeActionParams) -> 
     if let Some((start, end)) = unit {
         range = to_proto::line_range(start, end);
     }
+    // The history of the definition around the cursor (the selection's first line): second, so
+    // an editor's first choice stays "Find similar code".
+    let line = params.range.start.line;
+    let history_args = json!({ "uri": params.text_document.uri, "line": line });
     let args = json!({ "uri": params.text_document.uri, "range": range });
     let action = CodeAction {
         title: "Find similar code".into(),
@@ -48,5 +53,15 @@ pub(super) async fn code_action(backend: &Backend, params: CodeActionParams) -> 
         }),
         ..CodeAction::default()
     };
-    Ok(Some(vec![CodeActionOrCommand::CodeAction(action)]))
+    let history = CodeAction {
+        title: "Show history of this code".into(),
+        kind: Some(CodeActionKind::new("refactor.raggrep.history")),
+        command: Some(Command {
+            title: "Show history of this code".into(),
+            command: "raggrep.history".into(),
+            arguments: Some(vec![history_args]),
+        }),
+        ..CodeAction::default()
+    };
+    Ok(Some(vec![CodeActionOrCommand::CodeAction(action), CodeActionOrCommand::CodeAction(history)]))
 }

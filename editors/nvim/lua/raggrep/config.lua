@@ -243,6 +243,12 @@ function M.lsp_config()
       ['raggrep.findSimilar'] = function(command, ctx)
         require('raggrep').run_similar_command(command, ctx)
       end,
+      -- "Show history of this code": the commits of the definition at that line, as :RaggrepHistory.
+      ['raggrep.history'] = function(command, ctx)
+        local a = (command.arguments or {})[1] or {}
+        local bufnr = type(a.uri) == 'string' and vim.uri_to_bufnr(a.uri) or ctx.bufnr
+        require('raggrep').history({ bufnr = bufnr, line = type(a.line) == 'number' and a.line + 1 or nil })
+      end,
     },
     handlers = {
       ['raggrep/indexUpdated'] = function(err, result, ctx)

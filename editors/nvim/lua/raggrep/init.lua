@@ -273,7 +273,8 @@ end
 
 --- The history of the function under the cursor, or the commits a question describes, into
 --- the quickfix list (one entry per commit: its id, date and subject). opts: query, bufnr,
---- line (1-based; default the cursor's), k.
+--- line (1-based; default the cursor's), k. Also the client-side handler of the "Show history of
+--- this code" code action.
 function M.history(opts)
   opts = opts or {}
   local bufnr = opts.bufnr or vim.api.nvim_get_current_buf()
