@@ -255,3 +255,41 @@ fn the_language_server_answers_a_functions_history() {
     assert!(commits(&answer).contains(&ids["retry"]) || commits(&answer).contains(&ids["merge"]), "{answer}");
     assert_eq!(client.shutdown_and_exit(), 0);
 }
+
+#[test]
+fn log_reads_this_repositorys_own_history() {
+    // A real history: the checkout the tests run in (CI's is a fresh clone). The index goes to a
+    // temporary directory, not into the checkout.
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let index = tempfile::tempdir().unwrap();
+    let ask = |args: &[&str]| -> Value {
+        let out = Command::new(BIN)
+            .args(["log", "--json", "--root"])
+            .arg(repo)
+            .arg("--index-dir")
+            .arg(index.path())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.code() == Some(0) || out.status.code() == Some(1), "{out:?}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let answer = ask(&["-k", "5", "move the training laboratory out of the product tree"]);
+    assert!(answer["commits"].as_u64().unwrap() >= 1, "{answer}");
+    if answer["shallow"] == true {
+        // A shallow clone answers from the commits it has; the rest is said to be missing.
+        return;
+    }
+    let subjects: Vec<&str> =
+        answer["results"].as_array().unwrap().iter().map(|h| h["subject"].as_str().unwrap()).collect();
+    assert!(
+        subjects.iter().any(|s| s.starts_with("Models as release assets")),
+        "the commit that moved the lab, asked in other words: {subjects:?}"
+    );
+    let under = ask(&["-k", "3", "--path", "server/src/history/"]);
+    for hit in under["results"].as_array().unwrap() {
+        // The paths asked about come first among a commit's listed paths.
+        assert!(hit["files"][0].as_str().unwrap().starts_with("server/src/history/"), "{hit}");
+    }
+    assert!(!under["results"].as_array().unwrap().is_empty(), "{under}");
+}

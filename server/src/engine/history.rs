@@ -42,7 +42,12 @@ pub fn search_history(
         .iter()
         .map(|hit| {
             let commit = hit.commit;
-            let files: Vec<String> = commit.files.iter().take(FILES_SHOWN).map(|f| f.path.clone()).collect();
+            // The paths a `--path` asked about first: they are why the commit is listed.
+            let mut changed: Vec<&crate::history::FileChange> = commit.files.iter().collect();
+            if let Some(path) = &query.path {
+                changed.sort_by_key(|f| !crate::history::file_under(f, path));
+            }
+            let files: Vec<String> = changed.iter().take(FILES_SHOWN).map(|f| f.path.clone()).collect();
             wire::HistoryHit {
                 commit: commit.id.clone(),
                 date: crate::history::date(commit.time),

@@ -341,15 +341,18 @@ fn embedding_text(commit: &Commit) -> String {
 /// A commit changed a path under `path` (a directory prefix, a file, or a glob), before or
 /// after a rename.
 fn touches_path(commit: &Commit, path: &str) -> bool {
+    commit.files.iter().any(|file| file_under(file, path))
+}
+
+/// `file` is under `path` (a directory prefix, a file, or a glob), before or after a rename.
+pub fn file_under(file: &FileChange, path: &str) -> bool {
     let path = path.trim_start_matches("./").trim_end_matches('/');
     let glob = globset::Glob::new(path).ok().map(|g| g.compile_matcher());
-    commit.files.iter().any(|file| {
-        std::iter::once(file.path.as_str()).chain(file.from.as_deref()).any(|p| {
-            path.is_empty()
-                || p == path
-                || p.strip_prefix(path).is_some_and(|rest| rest.starts_with('/'))
-                || glob.as_ref().is_some_and(|g| g.is_match(p))
-        })
+    std::iter::once(file.path.as_str()).chain(file.from.as_deref()).any(|p| {
+        path.is_empty()
+            || p == path
+            || p.strip_prefix(path).is_some_and(|rest| rest.starts_with('/'))
+            || glob.as_ref().is_some_and(|g| g.is_match(p))
     })
 }
 
