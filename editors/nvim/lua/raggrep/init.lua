@@ -271,6 +271,50 @@ function M.context(query, max_tokens)
   end)
 end
 
+--- What a commit changed (in one path, or all of it), by buffer name: `raggrep-commit://ID/PATH`
+--- buffers, filled by `git show` when opened (read-only, filetype diff).
+M.commit_buffers = {}
+local commit_group
+
+--- The name of the buffer that shows `commit`'s change of `path` (nil: the whole commit).
+function M.commit_buffer(root, commit, path)
+  if not commit_group then
+    commit_group = vim.api.nvim_create_augroup('raggrep_commit', { clear = true })
+    vim.api.nvim_create_autocmd('BufReadCmd', {
+      group = commit_group,
+      pattern = 'raggrep-commit://*',
+      callback = function(ev)
+        local entry = M.commit_buffers[ev.match]
+        local lines
+        if entry and entry.root then
+          local cmd = { 'git', '-C', entry.root, 'show', '--no-color', '--no-ext-diff', entry.commit }
+          if entry.path then
+            vim.list_extend(cmd, { '--', entry.path })
+          end
+          lines = vim.fn.systemlist(cmd)
+          if vim.v.shell_error ~= 0 then
+            table.insert(lines, 1, 'git show failed:')
+          end
+        else
+          lines = { 'This commit is no longer in memory: run :RaggrepHistory again.' }
+        end
+        local bo = vim.bo[ev.buf]
+        bo.buftype = 'nofile'
+        bo.bufhidden = 'delete'
+        bo.swapfile = false
+        bo.modifiable = true
+        vim.api.nvim_buf_set_lines(ev.buf, 0, -1, false, lines)
+        bo.modifiable = false
+        bo.modified = false
+        bo.filetype = 'diff'
+      end,
+    })
+  end
+  local name = ('raggrep-commit://%s/%s'):format(commit:sub(1, 12), path or '')
+  M.commit_buffers[name] = { root = root, commit = commit, path = path }
+  return name
+end
+
 --- The history of the function under the cursor, or the commits a question describes, into
 --- the quickfix list (one entry per commit: its id, date and subject). opts: query, bufnr,
 --- line (1-based; default the cursor's), k. Also the client-side handler of the "Show history of
@@ -298,10 +342,14 @@ function M.history(opts)
     local items = {}
     for _, commit in ipairs(value(result.results) or {}) do
       local files = value(commit.files) or {}
-      -- A function's history opens its file; a question's, the first file the commit changed.
-      local target = args.uri and file or (root and files[1] and vim.fs.joinpath(root, files[1])) or file
+      -- An entry opens what the commit changed: in the function's file, or (a question) all of it.
+      local rel = args.uri and root and vim.fs.relpath and vim.fs.relpath(root, file) or nil
+      if args.uri and root and not rel and vim.startswith(file, root .. '/') then
+        rel = file:sub(#root + 2)
+      end
       items[#items + 1] = {
-        filename = target,
+        filename = M.commit_buffer(root, commit.commit or '', rel),
+        module = ('%s %s'):format((commit.commit or ''):sub(1, 12), rel or files[1] or ''),
         lnum = 1,
         text = ('%s %s %s'):format((commit.commit or ''):sub(1, 12), commit.date or '', commit.subject or ''),
       }
