@@ -68,6 +68,9 @@ pub struct History {
     /// `commits.len() × dim`, in commit order, or empty.
     vectors: Vec<f32>,
     words: Bm25,
+    /// The paths and definitions of each commit, apart: they weigh less than the message (a
+    /// commit of many files is not a longer message).
+    places: Bm25,
 }
 
 /// What an update did.
@@ -217,7 +220,8 @@ impl History {
     }
 
     fn from_stored(stored: Stored, vectors: Vec<f32>) -> History {
-        let words = Bm25::new(stored.commits.iter().map(|c| code_terms(&lexical_text(c))));
+        let words = Bm25::new(stored.commits.iter().map(|c| code_terms(&format!("{}\n{}", c.subject, c.body))));
+        let places = Bm25::new(stored.commits.iter().map(|c| code_terms(&places_text(c))));
         History {
             head: stored.head,
             shallow: stored.shallow,
@@ -226,6 +230,7 @@ impl History {
             dim: stored.dim,
             vectors,
             words,
+            places,
         }
     }
 
@@ -251,7 +256,12 @@ impl History {
             let hits = self.commits.iter().filter(|c| keep(c)).take(query.k);
             return Ok(hits.map(|commit| HistoryHit { commit, score: None }).collect());
         };
-        let lexical = self.words.search(&code_terms(text));
+        let terms = code_terms(text);
+        let mut lexical: HashMap<usize, f32> = self.words.search(&terms).into_iter().collect();
+        for (i, score) in self.places.search(&terms) {
+            *lexical.entry(i).or_default() += PLACES_WEIGHT * score;
+        }
+        let lexical: Vec<(usize, f32)> = lexical.into_iter().collect();
         let dense = match embedder.filter(|e| self.embedded_by(*e)) {
             Some(embedder) => {
                 // Symmetric: a question and a commit message are both prose, read by one network.
@@ -282,6 +292,8 @@ impl History {
 /// Weight of the words against the meaning in a question's score (hand-set on a tune
 /// repository's history, see BENCHMARKS.md).
 const WORDS_WEIGHT: f32 = 0.7;
+/// Weight of the paths' and definitions' BM25 beside the message's.
+const PLACES_WEIGHT: f32 = 0.3;
 /// How many of each ranking's best take part in the fusion.
 const DEPTH: usize = 200;
 
@@ -310,10 +322,9 @@ fn top(items: impl Iterator<Item = (usize, f32)>, n: usize) -> Vec<(usize, f32)>
     all
 }
 
-/// What the words of a commit are: its message, the paths it changed and the definitions it
-/// touched.
-fn lexical_text(commit: &Commit) -> String {
-    let mut text = format!("{}\n{}\n", commit.subject, commit.body);
+/// The words of the paths a commit changed and the definitions it touched.
+fn places_text(commit: &Commit) -> String {
+    let mut text = String::new();
     for file in &commit.files {
         text.push_str(&file.path);
         text.push('\n');
