@@ -137,6 +137,24 @@ fn log_finds_the_commit_a_question_describes_and_what_changed_where() {
     let by_date = json_log(root, &["--path", "src/", "-k", "2"]);
     assert!(by_date.get("query").is_none() && by_date["results"][0].get("score").is_none(), "{by_date}");
 
+    // A revert is a commit of its own that touched the same definition.
+    git(root, &["revert", "--no-edit", &ids["proxy"]]);
+    let reverted = json_log(root, &["--symbol", "rebuild_proxies"]);
+    assert_eq!(commits(&reverted).len(), 2, "{reverted}");
+    assert!(reverted["results"][0]["subject"].as_str().unwrap().starts_with("Revert \"Drop the proxy"), "{reverted}");
+    assert_eq!(commits(&reverted)[1], ids["proxy"]);
+    let answer = json_log(root, &["undo the proxy credentials change"]);
+    let top: Vec<String> = commits(&answer).into_iter().take(2).collect();
+    assert!(
+        top.contains(&ids["proxy"]) && top.iter().any(|c| c != &ids["proxy"]),
+        "the change and its revert: {answer}"
+    );
+    assert!(
+        answer["results"][1]["subject"].as_str().unwrap().starts_with("Revert")
+            || answer["results"][0]["subject"].as_str().unwrap().starts_with("Revert"),
+        "{answer}"
+    );
+
     // A message that is not UTF-8 is read, not refused.
     let answer = json_log(root, &["--path", "README.md"]);
     assert_eq!(commits(&answer), [ids["latin1"].clone()]);
@@ -146,8 +164,9 @@ fn log_finds_the_commit_a_question_describes_and_what_changed_where() {
     let out = log(root, &["--symbol", "rebuild_proxies"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{out:?}");
-    assert!(text.starts_with(&ids["proxy"][..12]), "{text}");
-    assert!(text.contains("2024-03-01  Drop the proxy credentials") && text.contains("    src/session.py\n"), "{text}");
+    assert!(text.lines().next().unwrap_or_default().contains("  2024-03-01  Revert"), "newest first: {text}");
+    assert!(text.contains(&format!("{}  2024-03-01  Drop the proxy credentials", &ids["proxy"][..12])), "{text}");
+    assert!(text.contains("    src/session.py\n"), "{text}");
     assert!(text.contains("    changed: rebuild_proxies"), "{text}");
     assert_eq!(log(root, &["--symbol", "no_such_definition"]).status.code(), Some(1));
     assert_eq!(log(root, &["-k", "0", "x"]).status.code(), Some(2));
@@ -160,12 +179,24 @@ fn new_commits_are_read_incrementally_and_a_rewritten_history_again() {
     assert_eq!(json_log(root, &["--path", "src/"])["commits"], 6);
     write(root, "src/session.py", &format!("{SESSION}\n    def close(self):\n        pass\n"));
     commit(root, "Close the session's adapters");
+    // `raggrep index` (what the git hooks run) brings the history up to date too.
+    let indexed = Command::new(BIN).arg("index").arg(root).output().unwrap();
+    assert!(indexed.status.success(), "{indexed:?}");
     let out = log(root, &["--json", "close the session"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("new commits"), "the index run read it already: {stderr}");
+    write(
+        root,
+        "src/session.py",
+        &format!("{SESSION}\n    def close(self):\n        pass\n\n    def open(self):\n        pass\n"),
+    );
+    commit(root, "Open the session's adapters");
+    let out = log(root, &["--json", "open the session"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("history: 1 new commits"), "{stderr}");
     assert!(!stderr.contains("read again"), "{stderr}");
     let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(answer["commits"], 7);
+    assert_eq!(answer["commits"], 8);
 
     // The same question twice reads nothing new.
     let again = log(root, &["--json", "close the session"]);
@@ -176,8 +207,11 @@ fn new_commits_are_read_incrementally_and_a_rewritten_history_again() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("read again: the history was rewritten"), "{stderr}");
     let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(answer["commits"], 7);
-    assert_eq!(answer["results"][0]["subject"], "Close every adapter of a session", "{answer}");
+    assert_eq!(answer["commits"], 8);
+    let subjects: Vec<&str> =
+        answer["results"].as_array().unwrap().iter().map(|h| h["subject"].as_str().unwrap()).collect();
+    assert!(subjects.contains(&"Close every adapter of a session"), "the amended commit: {answer}");
+    assert!(!subjects.contains(&"Open the session's adapters"), "the commit it replaced is gone: {answer}");
 }
 
 #[test]

@@ -535,6 +535,8 @@ fn dispatch(cli: Cli) -> Result<()> {
                 ..IndexOptions::default()
             };
             let stats = engine.update(&options, &mut progress::Terminal::new())?;
+            // The history too, when there is one: after a commit, the hooks keep both fresh.
+            engine::history::refresh_history(&engine.location, &crate::vectordb::StoreModel::new(model, ort));
             if json {
                 writeln!(io::stdout().lock(), "{}", serde_json::to_string(&stats)?)?;
             }

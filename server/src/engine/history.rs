@@ -80,3 +80,19 @@ pub fn search_history(
     audit::record(&location.dir, door, "history", response.took_ms, detail);
     Ok(HistoryAnswer { response, updated })
 }
+
+/// Brings `location`'s history index up to date when there is one (after `raggrep index`, which
+/// the git hooks run): the next question reads nothing new. A failure is logged, not raised —
+/// the code index was updated all the same.
+pub fn refresh_history(location: &IndexLocation, model: &StoreModel) {
+    if !History::dir(location).is_dir() {
+        return;
+    }
+    let embedder = model.embedder().ok();
+    let embedder = embedder.as_deref().map(|e| e as &dyn Embedder);
+    match History::update(location, embedder, &mut |_| {}) {
+        Ok((_, updated)) if updated.new > 0 => tracing::info!("history: {} new commits", updated.new),
+        Ok(_) => {}
+        Err(err) => tracing::warn!("history of {} not updated: {err}", location.root.display()),
+    }
+}
