@@ -274,42 +274,24 @@ end
 --- What a commit changed (in one path, or all of it), by buffer name: `raggrep-commit://ID/PATH`
 --- buffers, filled by `git show` when opened (read-only, filetype diff).
 M.commit_buffers = {}
-local commit_group
 
 --- The name of the buffer that shows `commit`'s change of `path` (nil: the whole commit).
 function M.commit_buffer(root, commit, path)
-  if not commit_group then
-    commit_group = vim.api.nvim_create_augroup('raggrep_commit', { clear = true })
-    vim.api.nvim_create_autocmd('BufReadCmd', {
-      group = commit_group,
-      pattern = 'raggrep-commit://*',
-      callback = function(ev)
-        local entry = M.commit_buffers[ev.match]
-        local lines
-        if entry and entry.root then
-          local cmd = { 'git', '-C', entry.root, 'show', '--no-color', '--no-ext-diff', entry.commit }
-          if entry.path then
-            vim.list_extend(cmd, { '--', entry.path })
-          end
-          lines = vim.fn.systemlist(cmd)
-          if vim.v.shell_error ~= 0 then
-            table.insert(lines, 1, 'git show failed:')
-          end
-        else
-          lines = { 'This commit is no longer in memory: run :RaggrepHistory again.' }
-        end
-        local bo = vim.bo[ev.buf]
-        bo.buftype = 'nofile'
-        bo.bufhidden = 'delete'
-        bo.swapfile = false
-        bo.modifiable = true
-        vim.api.nvim_buf_set_lines(ev.buf, 0, -1, false, lines)
-        bo.modifiable = false
-        bo.modified = false
-        bo.filetype = 'diff'
-      end,
-    })
-  end
+  require('raggrep.ui').scratch_buffers('raggrep-commit', function(name)
+    local entry = M.commit_buffers[name]
+    if not (entry and entry.root) then
+      return { 'This commit is no longer in memory: run :RaggrepHistory again.' }, 'diff'
+    end
+    local cmd = { 'git', '-C', entry.root, 'show', '--no-color', '--no-ext-diff', entry.commit }
+    if entry.path then
+      vim.list_extend(cmd, { '--', entry.path })
+    end
+    local lines = vim.fn.systemlist(cmd)
+    if vim.v.shell_error ~= 0 then
+      table.insert(lines, 1, 'git show failed:')
+    end
+    return lines, 'diff'
+  end)
   local name = ('raggrep-commit://%s/%s'):format(commit:sub(1, 12), path or '')
   M.commit_buffers[name] = { root = root, commit = commit, path = path }
   return name

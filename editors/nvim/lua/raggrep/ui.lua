@@ -109,18 +109,20 @@ function M.team_filetype(r)
   return ok and match or ''
 end
 
-local team_group
-local function define_team_buffers()
-  if team_group then
+local scratch_schemes = {}
+
+--- Buffers named `SCHEME://…` that `fill(name)` fills when opened (returning their lines and
+--- filetype): read-only, no file behind them. Defined once per scheme.
+function M.scratch_buffers(scheme, fill)
+  if scratch_schemes[scheme] then
     return
   end
-  team_group = vim.api.nvim_create_augroup('raggrep_team', { clear = true })
+  scratch_schemes[scheme] = true
   vim.api.nvim_create_autocmd('BufReadCmd', {
-    group = team_group,
-    pattern = 'raggrep-team://*',
+    group = vim.api.nvim_create_augroup('raggrep_' .. scheme:gsub('%W', '_'), { clear = true }),
+    pattern = scheme .. '://*',
     callback = function(ev)
-      local entry = M.team_buffers[ev.match]
-        or { lines = { 'This team index result is no longer in memory: run :Raggrep again.' }, filetype = '' }
+      local lines, filetype = fill(ev.match)
       local bo = vim.bo[ev.buf]
       bo.buftype = 'nofile'
       -- Unloaded, not wiped, when hidden: a quickfix entry keeps the buffer's number, and a
@@ -128,12 +130,20 @@ local function define_team_buffers()
       bo.bufhidden = 'delete'
       bo.swapfile = false
       bo.modifiable = true
-      vim.api.nvim_buf_set_lines(ev.buf, 0, -1, false, entry.lines)
+      vim.api.nvim_buf_set_lines(ev.buf, 0, -1, false, lines)
       bo.modifiable = false
       bo.modified = false
-      bo.filetype = entry.filetype
+      bo.filetype = filetype
     end,
   })
+end
+
+local function define_team_buffers()
+  M.scratch_buffers('raggrep-team', function(name)
+    local entry = M.team_buffers[name]
+      or { lines = { 'This team index result is no longer in memory: run :Raggrep again.' }, filetype = '' }
+    return entry.lines, entry.filetype
+  end)
 end
 
 --- A team hit as an entry: `[repo] path:line` (the quickfix `module`, shown instead of the
