@@ -202,6 +202,30 @@ fn new_commits_are_read_incrementally_and_a_rewritten_history_again() {
     let again = log(root, &["--json", "close the session"]);
     assert!(!String::from_utf8_lossy(&again.stderr).contains("new commits"), "{again:?}");
 
+    // Without its model a new commit answers by its words, and the stored vectors stay: the next
+    // question with the model embeds only that commit, it does not read the history again.
+    write(
+        root,
+        "src/session.py",
+        &format!(
+            "{SESSION}\n    def close(self):\n        pass\n\n    def open(self):\n        pass\n\n    def flush(self):\n        pass\n"
+        ),
+    );
+    commit(root, "Flush the session's adapters");
+    let out = Command::new(BIN)
+        .args(["--model", "/nonexistent", "log", "--json", "--root"])
+        .arg(root)
+        .arg("flush the adapters")
+        .output()
+        .unwrap();
+    let words: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(words["degraded"].as_str().is_some_and(|d| d.contains("words only")), "{words}");
+    assert_eq!(words["results"][0]["subject"], "Flush the session's adapters", "{words}");
+    let out = log(root, &["--json", "flush the adapters"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("history: 1 new commits") && !stderr.contains("read again"), "{stderr}");
+    git(root, &["reset", "-q", "--hard", "HEAD~1"]);
+
     git(root, &["commit", "-q", "--amend", "-m", "Close every adapter of a session"]);
     let out = log(root, &["--json", "close the adapters"]);
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -120,8 +120,10 @@ impl History {
 
     /// Brings the history index of `location` up to date with the repository and returns it:
     /// only commits that are new since the last update are read (all of them when the history
-    /// was rewritten, the format or the model changed), and embedded with `embedder` when there
-    /// is one. Written atomically: a crash leaves the previous index.
+    /// was rewritten, the clone's depth, the format or the model changed), and embedded with
+    /// `embedder` when there is one. Written atomically: a crash leaves the previous index.
+    /// Without a model, a history that has vectors keeps them on disk untouched: the new commits
+    /// answer by their words meanwhile, and the next update with the model embeds them.
     pub fn update(
         location: &IndexLocation,
         embedder: Option<&dyn Embedder>,
@@ -129,11 +131,8 @@ impl History {
     ) -> Result<(History, Updated), HistoryError> {
         let started = Instant::now();
         let root = &location.root;
-        check_repository(root)?;
+        let Repository { shallow, inside } = repository(root)?;
         let head = rev_parse(root, &["--verify", "-q", "HEAD^{commit}"])?;
-        let shallow = rev_parse(root, &["--is-shallow-repository"])?.as_deref() == Some("true");
-        // An index of a directory inside its repository keeps that directory's history.
-        let inside = rev_parse(root, &["--show-prefix"])?.is_some();
         // The index directory first, with the `.gitignore` that keeps it out of commits.
         crate::index::prepare_dir(location)?;
         let dir = History::dir(location);
@@ -142,32 +141,46 @@ impl History {
         if std::fs::read_to_string(&attributes).ok().as_deref() != Some(git::ATTRIBUTES) {
             write_atomic(&attributes, git::ATTRIBUTES.as_bytes()).map_err(HistoryError::Write)?;
         }
-        let (stored, why_not) = load(&dir);
         let model = embedder.map(|e| e.info().id.clone());
-        let mut rebuilt = why_not;
-        let mut kept: Option<(Stored, Vec<f32>)> = stored;
-        if let Some((old, _)) = &kept {
-            if old.model.is_some() && model.is_some() && old.model != model {
+        let (stored, mut rebuilt) = load(&dir);
+        // What of the stored history is kept: all of it as it is, the commits before the new
+        // ones, or nothing (and why).
+        let kept = match stored {
+            Some((old, _)) if old.model.is_some() && model.is_some() && old.model != model => {
                 rebuilt = Some(format!(
                     "its vectors are of {} and this embeds with {}",
                     old.model.as_deref().unwrap_or_default(),
                     model.as_deref().unwrap_or_default()
                 ));
-                kept = None;
-            } else if old.head == head && old.shallow == shallow && (old.model.is_some() || model.is_none()) {
-                let (old, vectors) = kept.take().unwrap_or_else(|| unreachable!("checked above"));
+                None
+            }
+            Some((old, _)) if old.model.is_none() && model.is_some() => {
+                rebuilt = Some("its commits had no vectors yet".into());
+                None
+            }
+            Some((old, _)) if old.shallow != shallow => {
+                rebuilt = Some("the clone's depth changed".into());
+                None
+            }
+            Some((old, vectors)) if old.head == head => {
                 let updated = Updated {
                     total: old.commits.len(),
                     seconds: started.elapsed().as_secs_f64(),
                     ..Updated::default()
                 };
                 return Ok((History::from_stored(old, vectors), updated));
-            } else if old.model.is_none() && model.is_some() {
-                // Read by words until now: the vectors come for every commit.
-                rebuilt = Some("its commits had no vectors yet".into());
-                kept = None;
             }
-        }
+            Some((old, vectors))
+                if old.head.as_deref().zip(head.as_deref()).is_some_and(|(old, new)| is_ancestor(root, old, new)) =>
+            {
+                Some((old, vectors))
+            }
+            Some(_) => {
+                rebuilt = Some("the history was rewritten (its last commit is no longer an ancestor of HEAD)".into());
+                None
+            }
+            None => None,
+        };
         let Some(head_id) = head.clone() else {
             // An empty repository: nothing to read, and nothing kept from before.
             let stored = Stored { format: FORMAT, head: None, shallow, model, dim: 0, commits: Vec::new() };
@@ -176,46 +189,47 @@ impl History {
             return Ok((History::from_stored(stored, Vec::new()), updated));
         };
         progress(HistoryProgress::Reading);
-        let (new_commits, old) = match kept {
-            Some((old, vectors)) if old.head.as_deref().is_some_and(|h| is_ancestor(root, h, &head_id)) => {
-                let range = format!("{}..{head_id}", old.head.as_deref().unwrap_or_default());
-                (git::log(root, &range, inside, &attributes)?, Some((old, vectors)))
-            }
-            Some(_) => {
-                rebuilt = Some("the history was rewritten (its last commit is no longer an ancestor of HEAD)".into());
-                (git::log(root, &head_id, inside, &attributes)?, None)
-            }
-            None => (git::log(root, &head_id, inside, &attributes)?, None),
+        let range = match &kept {
+            Some((old, _)) => format!("{}..{head_id}", old.head.as_deref().unwrap_or_default()),
+            None => head_id,
         };
-        progress(HistoryProgress::Read { commits: new_commits.len() });
-        let (mut dim, mut new_vectors) = (0, Vec::new());
+        let mut commits = git::log(root, &range, inside, &attributes)?;
+        let new = commits.len();
+        progress(HistoryProgress::Read { commits: new });
+        let mut vectors = Vec::new();
         if let Some(embedder) = embedder {
-            dim = embedder.info().dim;
-            let texts: Vec<String> = new_commits.iter().map(embedding_text).collect();
+            let texts: Vec<String> = commits.iter().map(embedding_text).collect();
             for (n, batch) in texts.chunks(BATCH).enumerate() {
                 progress(HistoryProgress::Embedding { done: n * BATCH, total: texts.len() });
                 let refs: Vec<&str> = batch.iter().map(String::as_str).collect();
                 for vector in embedder.embed_documents(&refs)? {
-                    new_vectors.extend_from_slice(vector.as_slice());
+                    vectors.extend_from_slice(vector.as_slice());
                 }
             }
         }
-        let embedded = if embedder.is_some() { new_commits.len() } else { 0 };
-        let new = new_commits.len();
-        let (mut commits, mut vectors) = (new_commits, new_vectors);
-        if let Some((old, old_vectors)) = old {
-            commits.extend(old.commits);
+        let embedded = if embedder.is_some() { new } else { 0 };
+        let dim = embedder.map_or(0, |e| e.info().dim);
+        let Some((old, old_vectors)) = kept else {
+            let stored = Stored { format: FORMAT, head, shallow, model, dim, commits };
+            save(&dir, &stored, &vectors)?;
+            let total = stored.commits.len();
+            let updated = Updated { new, total, embedded, rebuilt, seconds: started.elapsed().as_secs_f64() };
+            return Ok((History::from_stored(stored, vectors), updated));
+        };
+        commits.extend(old.commits);
+        let total = commits.len();
+        let updated = Updated { new, total, embedded, rebuilt, seconds: started.elapsed().as_secs_f64() };
+        if embedder.is_none() && old.model.is_some() {
+            // No model now: the new commits get no vector (they answer by their words), and the
+            // stored history stays as it is, vectors and all, for the next update to embed them.
+            let mut vectors = vec![0.0; new * old.dim];
             vectors.extend(old_vectors);
-            dim = dim.max(old.dim);
+            let stored = Stored { head, commits, ..old };
+            return Ok((History::from_stored(stored, vectors), updated));
         }
-        if embedder.is_none() {
-            vectors.clear();
-            dim = 0;
-        }
+        vectors.extend(old_vectors);
         let stored = Stored { format: FORMAT, head, shallow, model, dim, commits };
         save(&dir, &stored, &vectors)?;
-        let total = stored.commits.len();
-        let updated = Updated { new, total, embedded, rebuilt, seconds: started.elapsed().as_secs_f64() };
         Ok((History::from_stored(stored, vectors), updated))
     }
 
@@ -376,12 +390,28 @@ fn touches_symbol(commit: &Commit, symbol: &str) -> bool {
     commit.symbols.iter().any(|s| last(s) == wanted)
 }
 
-fn check_repository(root: &Path) -> Result<(), HistoryError> {
-    let out = git::git(root).args(["rev-parse", "--is-inside-work-tree"]).output().map_err(HistoryError::NoGit)?;
+/// What git says of the repository `root` is in.
+struct Repository {
+    /// A shallow clone.
+    shallow: bool,
+    /// `root` is a directory inside its repository's top level.
+    inside: bool,
+}
+
+/// One `git rev-parse` for both facts; it fails outside a repository.
+fn repository(root: &Path) -> Result<Repository, HistoryError> {
+    let out = git::git(root)
+        .args(["rev-parse", "--is-shallow-repository", "--show-prefix"])
+        .output()
+        .map_err(HistoryError::NoGit)?;
     if !out.status.success() {
         return Err(HistoryError::NotARepository(root.display().to_string()));
     }
-    Ok(())
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines();
+    let shallow = lines.next().map(str::trim) == Some("true");
+    let inside = lines.next().is_some_and(|prefix| !prefix.trim().is_empty());
+    Ok(Repository { shallow, inside })
 }
 
 /// `git rev-parse ARGS`: its one line, or `None` when it prints nothing (an unborn HEAD).
