@@ -63,21 +63,10 @@ impl RaggrepMcp {
                 )
                 .map_err(|e| e.to_string())?;
                 let mut response = answer.response;
-                // Within the budget: the best commits that fit.
-                let mut tokens = estimate_tokens(
-                    &serde_json::to_string(&wire::HistoryResponse { results: Vec::new(), ..response.clone() })
-                        .unwrap_or_default(),
-                );
-                let mut kept = Vec::new();
-                for hit in response.results.drain(..) {
-                    let cost = estimate_tokens(&serde_json::to_string(&hit).unwrap_or_default());
-                    if tokens + cost > budget {
-                        break;
-                    }
-                    tokens += cost;
-                    kept.push(hit);
-                }
-                response.results = kept;
+                // Within the budget: the best commits that fit beside the rest of the answer.
+                let results = std::mem::take(&mut response.results);
+                let overhead = estimate_tokens(&serde_json::to_string(&response).unwrap_or_default());
+                response.results = within_budget(results, budget, overhead).0;
                 Ok(success(response))
             })
             .await

@@ -54,18 +54,32 @@ pub(super) fn budgeted_hits(
     overhead: usize,
 ) -> (Vec<wire::Hit>, wire::Budget) {
     let several_roots = workspace.roots().len() > 1;
-    let mut out = Vec::new();
-    let mut tokens = overhead;
-    for hit in hits {
+    let values = hits.iter().map(|hit| {
         let mut value = wire::Hit::new(hit, several_roots).for_model();
         value.stale = Some(workspace.is_stale(hit));
-        let cost = estimate_tokens(&serde_json::to_string(&value).unwrap_or_default());
+        value
+    });
+    let (out, tokens) = within_budget(values, budget, overhead);
+    let omitted = hits.len() - out.len();
+    (out, wire::Budget { tokens, omitted })
+}
+
+/// The first `items` whose JSON fits, with `overhead` tokens, within `budget` estimated tokens,
+/// and the tokens they come to (the rest is left out: a response is cut, never overrun).
+pub(super) fn within_budget<T: serde::Serialize>(
+    items: impl IntoIterator<Item = T>,
+    budget: usize,
+    overhead: usize,
+) -> (Vec<T>, usize) {
+    let mut out = Vec::new();
+    let mut tokens = overhead;
+    for item in items {
+        let cost = estimate_tokens(&serde_json::to_string(&item).unwrap_or_default());
         if tokens + cost > budget {
             break;
         }
         tokens += cost;
-        out.push(value);
+        out.push(item);
     }
-    let omitted = hits.len() - out.len();
-    (out, wire::Budget { tokens, omitted })
+    (out, tokens)
 }
