@@ -144,12 +144,10 @@ pub(super) async fn execute_command(backend: &Backend, params: ExecuteCommandPar
                 .blocking(move |ws| {
                     let line = a.line.map(|l| l + 1);
                     let scope = ws
-                        .history_scope(file.as_deref(), line)
+                        .history_scope(file.as_deref(), line, a.path.as_deref())
                         .ok_or_else(|| anyhow::anyhow!("the file is in no workspace folder raggrep serves"))?;
-                    // A path given is relative to the folder's index, as every path of a hit.
-                    let path = a.path.or(scope.path);
                     let symbol = a.symbol.or(scope.symbol);
-                    let query = crate::engine::HistoryQuery { text: a.query, path, symbol, k };
+                    let query = crate::engine::HistoryQuery { text: a.query, path: scope.path, symbol, k };
                     let model = state.history_model.get_or_init(|| crate::vectordb::StoreModel::new(None, None));
                     let answer = crate::engine::history::search_history(
                         &scope.location,

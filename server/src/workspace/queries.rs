@@ -239,33 +239,39 @@ impl Workspace {
             .map(|c| (c.start_line, c.end_line))
     }
 
-    /// Where a history question about a file (and a line of it) goes: the index the file's
-    /// root uses, the file's path in it, and the definition around the line, if any; without
-    /// a file, the first root (a folder inside a project: its directory in the project).
-    pub fn history_scope(&self, path: Option<&Path>, line: Option<u32>) -> Option<HistoryScope> {
-        let Some(path) = path else {
-            let root = self.roots.read().ok()?.first().cloned()?;
-            let subtree = (!root.subtree.is_empty()).then(|| root.subtree.clone());
-            return Some(HistoryScope { location: root.location.clone(), path: subtree, symbol: None });
+    /// Where a history question goes: the index of the root a file lies in (else the first
+    /// root's), a path in that index's terms — `path` when given (relative to the root, as every
+    /// path of a hit), else the file, else the root's directory when it is a folder inside a
+    /// project — and the definition around a line of the file, if any.
+    pub fn history_scope(&self, file: Option<&Path>, line: Option<u32>, path: Option<&str>) -> Option<HistoryScope> {
+        let (root, rel) = match file {
+            Some(file) => {
+                let (root_path, rel) = self.locate(file)?;
+                (self.root(&root_path)?, Some(rel))
+            }
+            None => (self.roots.read().ok()?.first().cloned()?, None),
         };
-        let (root_path, rel) = self.locate(path)?;
-        let root = self.root(&root_path)?;
-        let in_index = crate::index::in_index(&root.subtree, &rel);
+        let in_index = |p: &str| crate::index::in_index(&root.subtree, p.trim_start_matches("./"));
+        let path = match (path, &rel) {
+            (Some(path), _) => Some(in_index(path)),
+            (None, Some(rel)) => Some(in_index(rel)),
+            (None, None) => (!root.subtree.is_empty()).then(|| root.subtree.clone()),
+        };
         // The innermost definition around the line, from the file's syntax as it is now (an
         // editor buffer or the disk): a method too small for a chunk of its own still counts.
-        let symbol = line.and_then(|line| {
-            let text = match self.overlays.get(&canonical_or_parent(path)) {
+        let symbol = file.zip(line).and_then(|(file, line)| {
+            let text = match self.overlays.get(&canonical_or_parent(file)) {
                 Some(overlay) => overlay.value().clone(),
-                None => std::fs::read_to_string(path).ok()?,
+                None => std::fs::read_to_string(file).ok()?,
             };
-            let language = crate::lang::Language::detect(path, &text);
+            let language = crate::lang::Language::detect(file, &text);
             crate::chunk::outline(&text, language, &crate::chunk::ChunkConfig::default())
                 .into_iter()
                 .filter(|d| d.start_line <= line && line <= d.end_line)
                 .min_by_key(|d| d.end_line - d.start_line)
                 .map(|d| d.symbol)
         });
-        Some(HistoryScope { location: root.location.clone(), path: Some(in_index), symbol })
+        Some(HistoryScope { location: root.location.clone(), path, symbol })
     }
 
     /// The best chunks for `question` that fit in `max_tokens`, each headed by its citation.

@@ -41,21 +41,14 @@ impl RaggrepMcp {
             let (k, _) = check_k(args.k)?;
             let budget = check_budget(args.max_tokens)?;
             let roots = self.roots()?;
-            let Some(first) = roots.first().cloned() else { return Err("no workspace root".to_string()) };
             // A path names part of the workspace, as every path an agent sends.
             let path = args.path.as_deref().map(|path| confine::check_glob(&roots, path)).transpose()?;
             let store_model = Arc::clone(&self.store_model);
-            self.blocking(move |_| {
-                let folder = crate::engine::FolderIndex::of(&first).map_err(|e| e.to_string())?;
-                // A folder inside a project: its paths are the project's, under the folder.
-                let path = match (folder.subtree.as_str(), path) {
-                    ("", path) => path,
-                    (subtree, Some(path)) => Some(format!("{subtree}/{}", path.trim_start_matches("./"))),
-                    (subtree, None) => Some(subtree.to_string()),
-                };
-                let query = crate::engine::HistoryQuery { text: args.query, path, symbol: args.symbol, k };
+            self.blocking(move |ws| {
+                let scope = ws.history_scope(None, None, path.as_deref()).ok_or("no workspace root")?;
+                let query = crate::engine::HistoryQuery { text: args.query, path: scope.path, symbol: args.symbol, k };
                 let answer = crate::engine::history::search_history(
-                    &folder.location,
+                    &scope.location,
                     &store_model,
                     &query,
                     crate::audit::Door::Mcp,
