@@ -38,14 +38,15 @@ pub fn search_history(
     let embedder_ref = embedder.as_deref().map(|e| e as &dyn Embedder);
     let (history, updated) = History::update(location, embedder_ref, progress)?;
     let hits = history.search(query, embedder_ref)?;
+    let path = query.path.as_deref().map(crate::history::PathFilter::new);
     let results: Vec<wire::HistoryHit> = hits
         .iter()
         .map(|hit| {
             let commit = hit.commit;
             // The paths a `--path` asked about first: they are why the commit is listed.
             let mut changed: Vec<&crate::history::FileChange> = commit.files.iter().collect();
-            if let Some(path) = &query.path {
-                changed.sort_by_key(|f| !crate::history::file_under(f, path));
+            if let Some(path) = &path {
+                changed.sort_by_key(|f| !path.matches(f));
             }
             let files: Vec<String> = changed.iter().take(FILES_SHOWN).map(|f| f.path.clone()).collect();
             wire::HistoryHit {

@@ -261,9 +261,11 @@ impl History {
         query: &HistoryQuery,
         embedder: Option<&dyn Embedder>,
     ) -> Result<Vec<HistoryHit<'_>>, HistoryError> {
+        let path = query.path.as_deref().map(PathFilter::new);
+        let symbol = query.symbol.as_deref().map(last_name);
         let keep = |commit: &Commit| {
-            query.path.as_deref().is_none_or(|path| touches_path(commit, path))
-                && query.symbol.as_deref().is_none_or(|symbol| touches_symbol(commit, symbol))
+            path.as_ref().is_none_or(|path| commit.files.iter().any(|file| path.matches(file)))
+                && symbol.as_ref().is_none_or(|symbol| commit.symbols.iter().any(|s| last_name(s) == *symbol))
         };
         let text = query.text.as_deref().map(str::trim).filter(|t| !t.is_empty());
         let Some(text) = text else {
@@ -363,31 +365,34 @@ fn embedding_text(commit: &Commit) -> String {
     text.chars().take(EMBED_CHARS).collect()
 }
 
-/// A commit changed a path under `path` (a directory prefix, a file, or a glob), before or
-/// after a rename.
-fn touches_path(commit: &Commit, path: &str) -> bool {
-    commit.files.iter().any(|file| file_under(file, path))
+/// A `--path`: a directory prefix, a file, or a glob, matched as one once per question.
+pub struct PathFilter {
+    path: String,
+    glob: Option<globset::GlobMatcher>,
 }
 
-/// `file` is under `path` (a directory prefix, a file, or a glob), before or after a rename.
-pub fn file_under(file: &FileChange, path: &str) -> bool {
-    let path = path.trim_start_matches("./").trim_end_matches('/');
-    let glob = globset::Glob::new(path).ok().map(|g| g.compile_matcher());
-    std::iter::once(file.path.as_str()).chain(file.from.as_deref()).any(|p| {
-        path.is_empty()
-            || p == path
-            || p.strip_prefix(path).is_some_and(|rest| rest.starts_with('/'))
-            || glob.as_ref().is_some_and(|g| g.is_match(p))
-    })
+impl PathFilter {
+    pub fn new(path: &str) -> PathFilter {
+        let path = path.trim_start_matches("./").trim_end_matches('/').to_string();
+        let glob = globset::Glob::new(&path).ok().map(|g| g.compile_matcher());
+        PathFilter { path, glob }
+    }
+
+    /// `file` is under the path, before or after a rename.
+    pub fn matches(&self, file: &FileChange) -> bool {
+        std::iter::once(file.path.as_str()).chain(file.from.as_deref()).any(|p| {
+            self.path.is_empty()
+                || p == self.path
+                || p.strip_prefix(self.path.as_str()).is_some_and(|rest| rest.starts_with('/'))
+                || self.glob.as_ref().is_some_and(|g| g.is_match(p))
+        })
+    }
 }
 
-/// A commit's hunks touched `symbol` (its last segment, `Session.send` → `send`, compared
-/// with each definition's).
-fn touches_symbol(commit: &Commit, symbol: &str) -> bool {
-    let last =
-        |name: &str| crate::search::intent::normal_qualified(name).rsplit('.').next().unwrap_or_default().to_string();
-    let wanted = last(symbol);
-    commit.symbols.iter().any(|s| last(s) == wanted)
+/// A definition's last name (`Session.send`, `Rack::Builder#call` → `send`, `call`): how
+/// `--symbol` compares with what a commit touched.
+fn last_name(name: &str) -> String {
+    crate::search::intent::normal_qualified(name).rsplit('.').next().unwrap_or_default().to_string()
 }
 
 /// What git says of the repository `root` is in.
