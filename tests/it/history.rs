@@ -132,6 +132,8 @@ fn log_finds_the_commit_a_question_describes_and_what_changed_where() {
     // Without a question: newest first, by path (a rename counts under both names), by definition.
     assert_eq!(commits(&json_log(root, &["--path", "src/util.py"])), [ids["rename"].clone(), ids["add"].clone()]);
     assert_eq!(commits(&json_log(root, &["--path", "src/helpers.py"]))[0], ids["rename"]);
+    let absolute = root.canonicalize().unwrap().join("src/helpers.py");
+    assert_eq!(commits(&json_log(root, &["--path", absolute.to_str().unwrap()]))[0], ids["rename"], "an absolute path");
     assert_eq!(commits(&json_log(root, &["--path", "src/"])).len(), 5, "every commit under src/, the merge too");
     assert_eq!(commits(&json_log(root, &["--symbol", "Session.rebuild_proxies"])), [ids["proxy"].clone()]);
     let by_date = json_log(root, &["--path", "src/", "-k", "2"]);

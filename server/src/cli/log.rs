@@ -12,7 +12,7 @@ use super::location::LocationArgs;
 use super::{NoMatch, warn_degraded};
 use crate::audit::Door;
 use crate::engine::history::search_history;
-use crate::engine::{HistoryProgress, HistoryQuery};
+use crate::engine::{self, HistoryProgress, HistoryQuery};
 use crate::vectordb::StoreModel;
 use crate::wire;
 
@@ -43,10 +43,10 @@ pub fn run(args: LogArgs, model: Option<&str>, ort: Option<&Path>) -> Result<()>
     anyhow::ensure!(args.k > 0, "-k must be at least 1");
     let resolved = args.location.resolve()?;
     // A path is the user's, relative to where they typed it, as git takes it.
-    let path = args.path.map(|path| match resolved.subtree.as_str() {
-        "" => path,
-        subtree if !path.starts_with('/') => format!("{subtree}/{}", path.trim_start_matches("./")),
-        _ => path,
+    let path = args.path.map(|path| match crate::walk::relative_path(Path::new(&path), &resolved.location.root) {
+        // An absolute path inside the root, in the root's terms.
+        Some(rel) if Path::new(&path).is_absolute() => rel,
+        _ => engine::in_index(&resolved.subtree, path.trim_start_matches("./")),
     });
     let text = args.question.join(" ");
     let query = HistoryQuery { text: (!text.trim().is_empty()).then_some(text), path, symbol: args.symbol, k: args.k };

@@ -28,7 +28,7 @@ pub use crate::embed::{Assets, EmbedOptions, Embedder, OnnxEmbedder};
 pub use crate::index::{
     ANN_MIN_SLOTS, COMPACT_MIN_DEAD, Ceilings, Discovery, Found as FoundIndex, INDEX_DIR_NAME, IndexError,
     IndexLocation, IndexOptions, IndexStats, Progress, RootIndex, SharedCacheConfig, Snapshot, UpdateStats,
-    VectorEncoding, create_private_dir, discover,
+    VectorEncoding, create_private_dir, discover, in_index,
 };
 pub use crate::lang::Language;
 pub use crate::search::{Hit, Mode, Query, SearchError, SearchResults, glob_under, rerank_applies};
