@@ -120,11 +120,12 @@ pub fn run(action: Action, target: &Target<'_>, model: &StoreModel, door: Door) 
     let started = Instant::now();
     action.check()?;
     let name = action.name();
-    // A file to import is checked before the database opens and the model loads: a wrong file is
-    // the likelier mistake.
-    if let Action::ImportFile { path: Some(path) } = &action {
-        super::read_import_file(target.roots, path)?;
-    }
+    // A file to import is read (and so checked) before the database opens and the model loads:
+    // a wrong file is the likelier mistake. Read once: its text is what is stored.
+    let imported = match &action {
+        Action::ImportFile { path: Some(path) } => Some(super::read_import_file(target.roots, path)?),
+        _ => None,
+    };
     let outcome = match action {
         Action::SetDatabase { path } => {
             let db = super::set_database(target.index_dir, &path.unwrap_or_default())?;
@@ -141,7 +142,7 @@ pub fn run(action: Action, target: &Target<'_>, model: &StoreModel, door: Door) 
                 Some(path) => VectorDb::open(path)?,
                 None => super::open_for_workspace(target.index_dir)?,
             };
-            Outcome { answer: on(&mut db, action, target, model)?, migrated: db.migrated() }
+            Outcome { answer: on(&mut db, action, imported, model)?, migrated: db.migrated() }
         }
     };
     record(target, door, name, started, outcome.answer.rows());
@@ -162,8 +163,8 @@ impl Answer {
     }
 }
 
-/// The action on an open database.
-fn on(db: &mut VectorDb, action: Action, target: &Target<'_>, model: &StoreModel) -> Result<Answer> {
+/// The action on an open database (`imported`: the text and canonical path of an `import_file`).
+fn on(db: &mut VectorDb, action: Action, imported: Option<(String, PathBuf)>, model: &StoreModel) -> Result<Answer> {
     Ok(match action {
         Action::Store { embedding_text, value } => {
             let stored = db.store(model.embedder()?.as_ref(), &embedding_text, &value)?;
@@ -201,9 +202,10 @@ fn on(db: &mut VectorDb, action: Action, target: &Target<'_>, model: &StoreModel
                 took_ms,
             })
         }
-        Action::ImportFile { path } => {
-            let path = path.unwrap_or_default();
-            let (stored, canonical) = db.import_file(model.embedder()?.as_ref(), target.roots, &path)?;
+        Action::ImportFile { .. } => {
+            // `run` read it (an empty text is refused by `store`, as a blank one would be).
+            let (text, canonical) = imported.unwrap_or_default();
+            let stored = db.store(model.embedder()?.as_ref(), &text, &canonical.to_string_lossy())?;
             Answer::Stored(wire::DbStored {
                 key: stored.key,
                 updated: stored.updated,

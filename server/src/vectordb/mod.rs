@@ -478,19 +478,6 @@ impl VectorDb {
         Ok(count)
     }
 
-    /// `import_file`: stores the file's text as embedding_text and its canonical path as value.
-    /// The file must be inside one of `roots` (canonical paths).
-    pub fn import_file(
-        &mut self,
-        embedder: &dyn Embedder,
-        roots: &[PathBuf],
-        path: &Path,
-    ) -> Result<(Stored, PathBuf)> {
-        let (text, canonical) = read_import_file(roots, path)?;
-        let value = canonical.to_string_lossy().into_owned();
-        Ok((self.store(embedder, &text, &value)?, canonical))
-    }
-
     /// `retrieve`: the row with exactly this key, if any.
     pub fn retrieve(&self, key: &str) -> Result<Option<Found>> {
         let key = check_key(key)?;
