@@ -321,14 +321,11 @@ function M.history(opts)
   end
   return M.execute('raggrep.history', args, function(result, client)
     local root = client and client.config and client.config.root_dir
+    -- An entry opens what the commit changed: in the function's file, or (a question) all of it.
+    local rel = args.uri and root and vim.startswith(file, root .. '/') and file:sub(#root + 2) or nil
     local items = {}
     for _, commit in ipairs(value(result.results) or {}) do
       local files = value(commit.files) or {}
-      -- An entry opens what the commit changed: in the function's file, or (a question) all of it.
-      local rel = args.uri and root and vim.fs.relpath and vim.fs.relpath(root, file) or nil
-      if args.uri and root and not rel and vim.startswith(file, root .. '/') then
-        rel = file:sub(#root + 2)
-      end
       items[#items + 1] = {
         filename = M.commit_buffer(root, commit.commit or '', rel),
         module = ('%s %s'):format((commit.commit or ''):sub(1, 12), rel or files[1] or ''),
