@@ -310,6 +310,11 @@ fn the_language_server_answers_a_functions_history() {
     // The file without a line: every commit that changed it, newest first.
     let answer = client.command("raggrep.history", json!({"uri": file}));
     assert_eq!(commits(&answer), [ids["proxy"].clone(), ids["add"].clone()], "{answer}");
+    // A path (relative to the root) and a definition, given as arguments.
+    let answer = client.command("raggrep.history", json!({"path": "src/util.py"}));
+    assert_eq!(commits(&answer), [ids["rename"].clone(), ids["add"].clone()], "{answer}");
+    let answer = client.command("raggrep.history", json!({"symbol": "rebuild_proxies"}));
+    assert_eq!(commits(&answer), [ids["proxy"].clone()], "{answer}");
     // A question over the whole workspace.
     let answer = client.command("raggrep.history", json!({"query": "retry on connection errors", "k": 2}));
     assert!(commits(&answer).contains(&ids["retry"]) || commits(&answer).contains(&ids["merge"]), "{answer}");
