@@ -1,4 +1,5 @@
-//! Embedding throughput on real source chunks: batch size × length sorting × threads.
+//! Embedding throughput on real source chunks: batch size × length sorting × threads × layout
+//! (independent single-threaded lanes, the default, or one session using every thread).
 //!
 //! `cargo bench --bench embed_throughput -- [PATH] [--chunks N] [--model NAME] [--quick]`
 //!
@@ -17,7 +18,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use raggrep::chunk::{ChunkConfig, chunk_file};
-use raggrep::embed::{Assets, EmbedOptions, Embedder, OnnxEmbedder};
+use raggrep::embed::{Assets, EmbedOptions, Embedder, Layout, OnnxEmbedder};
 use raggrep::lang::Language;
 use raggrep::walk::{WalkOptions, read_source, walk};
 
@@ -28,7 +29,7 @@ fn main() {
     let mut model: Option<String> = None;
     let mut quick = false;
     let mut reference = true;
-    let mut only: Option<Vec<(usize, bool, usize)>> = None;
+    let mut only: Option<Vec<(usize, bool, usize, Layout)>> = None;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         match arg.as_str() {
@@ -36,12 +37,16 @@ fn main() {
             "--model" => model = it.next().cloned(),
             "--quick" => quick = true,
             "--no-reference" => reference = false,
-            // `--configs 1x0,8x1`: batch size × threads (0 = all), length-sorted.
+            // `--configs 1x0,8x1,1x0s`: batch size × threads (0 = all), length-sorted; a
+            // trailing `s` runs one shared session instead of lanes.
             "--configs" => {
                 only = it.next().map(|list| {
                     list.split(',')
                         .filter_map(|c| c.split_once('x'))
-                        .filter_map(|(b, t)| Some((b.parse().ok()?, true, t.parse().ok()?)))
+                        .filter_map(|(b, t)| {
+                            let layout = if t.ends_with('s') { Layout::Shared } else { Layout::Lanes };
+                            Some((b.parse().ok()?, true, t.trim_end_matches('s').parse().ok()?, layout))
+                        })
                         .collect()
                 })
             }
@@ -65,34 +70,39 @@ fn main() {
         counter.info().id
     );
     drop(counter);
-    // (batch size, length-sorted, threads); threads 0 = all. A last row pads to 256 tokens.
-    let configs: Vec<(usize, bool, usize)> = if let Some(only) = only {
+    // (batch size, length-sorted, threads, layout); threads 0 = all. A last row pads to 256 tokens.
+    use Layout::{Lanes, Shared};
+    let configs: Vec<(usize, bool, usize, Layout)> = if let Some(only) = only {
         only
     } else if quick {
-        vec![(1, true, 0), (8, true, 0)]
+        vec![(1, true, 0, Lanes), (1, true, 0, Shared), (8, true, 0, Lanes)]
     } else {
         vec![
-            (1, true, 0),
-            (2, true, 0),
-            (4, true, 0),
-            (8, true, 0),
-            (16, true, 0),
-            (32, true, 0),
-            (8, false, 0),
-            (32, false, 0),
-            (1, true, 1),
-            (8, true, 1),
+            (1, true, 0, Lanes),
+            (1, true, 0, Shared),
+            (2, true, 0, Lanes),
+            (4, true, 0, Lanes),
+            (8, true, 0, Lanes),
+            (8, true, 0, Shared),
+            (16, true, 0, Lanes),
+            (32, true, 0, Lanes),
+            (8, false, 0, Lanes),
+            (32, false, 0, Lanes),
+            (1, true, 1, Lanes),
+            (8, true, 1, Lanes),
         ]
     };
-    println!("| batch | length-sorted | padding | threads | chunks/s | tokens/s |");
-    println!("|---:|:---:|:---:|---:|---:|---:|");
+    println!("| batch | length-sorted | padding | threads | layout | chunks/s | tokens/s |");
+    println!("|---:|:---:|:---:|---:|:---:|---:|---:|");
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let mut runs: Vec<(usize, bool, usize, bool)> = configs.into_iter().map(|(b, s, t)| (b, s, t, false)).collect();
+    let mut runs: Vec<(usize, bool, usize, Layout, bool)> =
+        configs.into_iter().map(|(b, s, t, l)| (b, s, t, l, false)).collect();
     if !quick {
-        runs.push((8, false, 0, true));
+        runs.push((8, false, 0, Lanes, true));
     }
-    for (batch_size, sort_by_length, threads, fixed_padding) in runs {
-        let options = EmbedOptions { batch_size, sort_by_length, threads, fixed_padding, ..EmbedOptions::default() };
+    for (batch_size, sort_by_length, threads, layout, fixed_padding) in runs {
+        let options =
+            EmbedOptions { batch_size, sort_by_length, threads, layout, fixed_padding, ..EmbedOptions::default() };
         let embedder = OnnxEmbedder::load(assets.clone(), options).expect("model");
         // Warm up (first run allocates arenas).
         let _ = embedder.embed_documents(&refs[..refs.len().min(16)]);
@@ -101,10 +111,11 @@ fn main() {
         let secs = start.elapsed().as_secs_f64();
         assert_eq!(vectors.len(), refs.len());
         println!(
-            "| {batch_size} | {} | {} | {} | {:.1} | {:.0} |",
+            "| {batch_size} | {} | {} | {} | {} | {:.1} | {:.0} |",
             if sort_by_length { "yes" } else { "no" },
             if fixed_padding { "fixed 256" } else { "dynamic" },
             if threads == 0 { "all".to_string() } else { threads.to_string() },
+            if layout == Lanes { "lanes" } else { "shared" },
             refs.len() as f64 / secs,
             tokens as f64 / secs
         );
@@ -155,7 +166,9 @@ fn compare_with_onnxruntime(assets: &Assets, texts: &[&str], tokens: usize) {
     }
     let n = texts.len() as f64;
     println!();
-    println!("| embedder (batch 1, length-sorted, {threads} threads) | chunks/s | tokens/s |");
+    println!(
+        "| embedder (batch 1, length-sorted, {threads} threads; engine in lanes, raw in one session) | chunks/s | tokens/s |"
+    );
     println!("|---|---:|---:|");
     println!("| raggrep engine | {:.1} | {:.0} |", n / engine_best, tokens as f64 / engine_best);
     println!(

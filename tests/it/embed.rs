@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr)]
 
-use raggrep::embed::{Assets, EmbedOptions, Embedder, OnnxEmbedder, QueryEncoder, Vector};
+use raggrep::embed::{Assets, EmbedOptions, Embedder, Layout, OnnxEmbedder, QueryEncoder, Vector};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -277,6 +277,30 @@ fn padding_does_not_leak_into_pooled_vectors() {
             assert!(cos >= 0.98, "int8 cosine {cos} for {:?} (sorted: {sort_by_length})", case.text);
         }
     }
+}
+
+#[test]
+fn lanes_and_one_shared_session_give_the_same_vectors_in_order() {
+    // Lanes deal a length-sorted batch round-robin over sessions and put the vectors back in the
+    // caller's order; each text still runs alone (batch 1), so every vector equals what one
+    // session embedding the texts one by one gives, whatever its lane.
+    let reference = reference();
+    let texts: Vec<&str> = reference.cases.iter().map(|c| c.text.as_str()).collect();
+    let shared = embedder(None, EmbedOptions { threads: 2, layout: Layout::Shared, ..EmbedOptions::default() });
+    let lanes = embedder(None, EmbedOptions { threads: 2, layout: Layout::Lanes, ..EmbedOptions::default() });
+    let (a, b) = (shared.embed_documents(&texts).unwrap(), lanes.embed_documents(&texts).unwrap());
+    assert_eq!(a.len(), texts.len());
+    assert_eq!(b.len(), texts.len());
+    for ((text, x), y) in texts.iter().zip(&a).zip(&b) {
+        let cos = cosine(x, y.as_slice());
+        assert!(cos >= 0.9999, "cosine {cos} between layouts for {text:?}");
+    }
+    for (case, vector) in reference.cases.iter().zip(&b) {
+        assert!(cosine(vector, &case.vector) >= 0.999, "lane vector off its reference for {:?}", case.text);
+    }
+    assert_eq!(Layout::Lanes.split(2), (2, 1));
+    assert_eq!(Layout::Lanes.split(16), (4, 4));
+    assert_eq!(Layout::Shared.split(16), (1, 16));
 }
 
 #[test]

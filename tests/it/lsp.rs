@@ -326,7 +326,9 @@ fn indexing_runs_below_the_editor_with_the_threads_it_is_given() {
         return;
     }
     let start = |options: Value| {
-        let mut client = Client::start(env!("CARGO_BIN_EXE_raggrep"), &alpha);
+        // The machine-wide cache off, so the model embeds (its lanes start with the first batch).
+        let mut client =
+            Client::start_with_env(env!("CARGO_BIN_EXE_raggrep"), &alpha, &[("RAGGREP_EMBEDDING_CACHE", "off")]);
         initialize(&mut client, &alpha, options);
         client.wait_index_updated(&alpha);
         // A search loads the query model on a request thread.
@@ -336,14 +338,14 @@ fn indexing_runs_below_the_editor_with_the_threads_it_is_given() {
         (client, threads)
     };
 
-    // Default priority, two inference threads: the indexer and the one worker thread of the
-    // document model's session run lowered; everything else (the protocol, searches, the
-    // query model's pool) does not.
+    // Default priority, two CPUs for inference: the indexer (which runs the first lane of the
+    // document model) and the second lane's thread run lowered; everything else (the
+    // protocol, searches, the query model's pool) does not.
     let (mut client, threads) = start(json!({"indexThreads": 2}));
     let lowered: Vec<&(String, i64)> = threads.iter().filter(|(_, nice)| *nice == 10).collect();
     assert!(threads.iter().any(|(name, nice)| name == "raggrep-indexer" && *nice == 10), "{threads:?}");
-    assert_eq!(lowered.len(), 2, "the indexer and the document model's one pool thread: {threads:?}");
-    assert!(lowered.iter().any(|(name, _)| name == "raggrep-embed"), "{threads:?}");
+    assert_eq!(lowered.len(), 2, "the indexer and the document model's second lane: {threads:?}");
+    assert!(lowered.iter().any(|(name, _)| name == "raggrep-lane-1"), "{threads:?}");
     assert!(threads.iter().filter(|(_, nice)| *nice == ours).count() >= 2, "{threads:?}");
     assert_eq!(client.shutdown_and_exit(), 0);
 

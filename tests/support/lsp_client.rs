@@ -72,8 +72,14 @@ impl Client {
     }
 
     pub fn start(binary: &str, cwd: &Path) -> Client {
+        Client::start_with_env(binary, cwd, &[])
+    }
+
+    /// [`Client::start`] with these environment variables set for the server.
+    pub fn start_with_env(binary: &str, cwd: &Path, env: &[(&str, &str)]) -> Client {
         let mut child = Command::new(binary)
             .args(["lsp"])
+            .envs(env.iter().copied())
             .current_dir(cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

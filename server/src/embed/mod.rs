@@ -15,7 +15,7 @@ pub use assets::{
     cache_dir,
 };
 pub use onnx::QueryEncoder;
-pub use onnx::{EmbedOptions, OnnxEmbedder};
+pub use onnx::{EmbedOptions, Layout, OnnxEmbedder};
 
 /// A unit-length embedding vector. Normalised on construction, so cosine similarity is a dot
 /// product.

@@ -4,11 +4,15 @@
 //! `load-dynamic`); nothing is downloaded. Documents are tokenised, sorted by length and run in
 //! small batches padded only to the longest member (dynamic padding): on a 2-core CPU small
 //! batches of similar length beat large padded ones (see ARCHITECTURE.md for the measurements).
-//! Queries use a second session of their own, so a query never waits behind a long indexing
+//! Documents run in *lanes*: several single-threaded sessions side by side, each taking its
+//! share of a length-sorted batch, rather than one session splitting each small inference over
+//! every CPU (on two cores one chunk's matrices are too small for two threads to pay: lanes embed
+//! 1.2-1.7x more chunks a second, most for short chunks; `benches/embed_throughput.rs`).
+//! Queries use a session of their own, so a query never waits behind a long indexing
 //! batch; it is created on first use. That session runs the query model when one is installed
 //! beside the document model (see [`QueryEncoder`]).
 
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock, mpsc};
 
 use ort::session::Session;
 use ort::session::builder::GraphOptimizationLevel;
@@ -26,9 +30,12 @@ pub struct EmbedOptions {
     pub max_tokens: usize,
     /// Documents per inference call.
     pub batch_size: usize,
-    /// Threads inside one document inference call (indexing); 0 = number of CPUs. Queries
-    /// always use every CPU: one query is short and its latency is what a user waits for.
+    /// CPUs document inference (indexing) may use; 0 = every CPU. Queries always use every
+    /// CPU: one query is short and its latency is what a user waits for.
     pub threads: usize,
+    /// How document inference spreads over its CPUs: independent single-threaded lanes (the
+    /// default) or one session whose every call uses them all (kept to measure the difference).
+    pub layout: Layout,
     /// Run document inference (the indexing side) at background priority: its session's
     /// worker threads are created lowered (`priority`). Queries have their own session and
     /// keep normal priority; the thread that calls `embed_documents` lowers itself.
@@ -41,6 +48,35 @@ pub struct EmbedOptions {
     pub fixed_padding: bool,
     /// Which network embeds queries.
     pub query_encoder: QueryEncoder,
+}
+
+/// How document inference uses its CPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Layout {
+    /// Up to [`MAX_LANES`] sessions, each with its share of the CPUs (one each on small
+    /// machines), embedding different texts at the same time.
+    #[default]
+    Lanes,
+    /// One session; each inference is split over every thread (ONNX Runtime's intra-op pool).
+    Shared,
+}
+
+/// Each lane holds its own copy of the network's weights and buffers (~30 MB for the int8
+/// MiniLM), so many-core machines get a few lanes with several threads each.
+pub const MAX_LANES: usize = 4;
+
+impl Layout {
+    /// (lanes, threads per lane) for `cpus` CPUs.
+    pub fn split(self, cpus: usize) -> (usize, usize) {
+        let cpus = cpus.max(1);
+        match self {
+            Layout::Lanes => {
+                let lanes = cpus.min(MAX_LANES);
+                (lanes, cpus / lanes)
+            }
+            Layout::Shared => (1, cpus),
+        }
+    }
 }
 
 /// Which network embeds queries. Documents are always embedded by the document model, so the
@@ -66,6 +102,7 @@ impl Default for EmbedOptions {
             // (dynamic int8 quantises activations per batch), so cached vectors are exact.
             batch_size: 1,
             threads: 0,
+            layout: Layout::Lanes,
             background: false,
             sort_by_length: true,
             fixed_padding: false,
@@ -84,7 +121,14 @@ pub struct OnnxEmbedder {
     environment: ort::environment::Environment,
     needs_token_type_ids: bool,
     query_model: Option<QueryModel>,
+    /// The first lane's document session: runs on the thread that calls `embed_documents`.
     documents: Mutex<Session>,
+    /// The other lanes: threads of their own, each owning a session (started lowered when
+    /// indexing runs in the background), fed a share of every batch. Started by the first
+    /// batch of more than one text, so a process that only asks questions never pays for them.
+    lanes: OnceLock<Vec<Lane>>,
+    /// How many lanes, and threads in each.
+    lane_plan: (usize, usize),
     queries: OnceLock<Mutex<Session>>,
     /// The last query and its vector: a search that asks two sources (the local index, then
     /// the team index) runs the query model once.
@@ -126,16 +170,18 @@ impl OnnxEmbedder {
             .map_err(|e| EmbedError::Tokenize(e.to_string()))?;
         tokenizer.with_padding(None);
 
-        let threads = match options.threads {
+        let cpus = match options.threads {
             0 => every_cpu(),
             n => n,
         };
+        let lane_plan = options.layout.split(cpus);
         let documents = if options.background {
-            crate::priority::on_lowered_thread(|| new_session(&environment, &assets.model_path(), threads))?
+            crate::priority::on_lowered_thread(|| new_session(&environment, &assets.model_path(), lane_plan.1))?
         } else {
-            new_session(&environment, &assets.model_path(), threads)?
+            new_session(&environment, &assets.model_path(), lane_plan.1)?
         };
-        let input_names: Vec<&str> = documents.inputs().iter().map(|i| i.name()).collect();
+        let first = &documents;
+        let input_names: Vec<&str> = first.inputs().iter().map(|i| i.name()).collect();
         for required in ["input_ids", "attention_mask"] {
             if !input_names.contains(&required) {
                 return Err(EmbedError::Model {
@@ -147,7 +193,7 @@ impl OnnxEmbedder {
         let needs_token_type_ids = input_names.contains(&"token_type_ids");
         let dim = match metadata.as_ref().and_then(|m| m.dim) {
             Some(dim) => dim,
-            None => output_dim(&documents).ok_or_else(|| EmbedError::Model {
+            None => output_dim(&first).ok_or_else(|| EmbedError::Model {
                 path: assets.model_path().display().to_string(),
                 message: "cannot tell the embedding dimension from the model's output".into(),
             })?,
@@ -177,6 +223,8 @@ impl OnnxEmbedder {
             environment,
             needs_token_type_ids,
             documents: Mutex::new(documents),
+            lanes: OnceLock::new(),
+            lane_plan,
             queries: OnceLock::new(),
             last_query: Mutex::new(None),
             query_inferences: std::sync::atomic::AtomicU64::new(0),
@@ -249,6 +297,36 @@ impl OnnxEmbedder {
         mean_pooled(session, batch, cols, self.needs_token_type_ids)
     }
 
+    /// The lanes beside the caller's, started on first use (none when they cannot be: the
+    /// caller's lane then embeds everything, said once in the log).
+    fn other_lanes(&self) -> &[Lane] {
+        if let Some(lanes) = self.lanes.get() {
+            return lanes;
+        }
+        let (count, threads) = self.lane_plan;
+        let spec = LaneSpec {
+            batch_size: self.options.batch_size.max(1),
+            pad_to: self.options.fixed_padding.then_some(self.info.max_tokens),
+            needs_token_type_ids: self.needs_token_type_ids,
+        };
+        let path = self.assets.model_path();
+        let start = || -> Result<Vec<Lane>, EmbedError> {
+            (1..count)
+                .map(|number| Lane::start(number, new_session(&self.environment, &path, threads)?, spec))
+                .collect()
+        };
+        // Threads started on a lowered thread are lowered too (the lanes and their sessions'
+        // pools); the calling indexer thread lowers itself.
+        let started = if self.options.background { crate::priority::on_lowered_thread(start) } else { start() };
+        let lanes = started.unwrap_or_else(|err| {
+            tracing::warn!("embedding on one lane: {err}");
+            Vec::new()
+        });
+        // Another thread may have won the race: its lanes are used, these dropped.
+        let _ = self.lanes.set(lanes);
+        self.lanes.get().map_or(&[], Vec::as_slice)
+    }
+
     fn query_session(&self) -> Result<&Mutex<Session>, EmbedError> {
         if let Some(session) = self.queries.get() {
             return Ok(session);
@@ -256,6 +334,69 @@ impl OnnxEmbedder {
         let path = self.query_model.as_ref().map_or_else(|| self.assets.model_path(), |m| m.path.clone());
         let session = new_session(&self.environment, &path, every_cpu())?;
         Ok(self.queries.get_or_init(|| Mutex::new(session)))
+    }
+}
+
+/// What a lane needs to run batches as the embedder does.
+#[derive(Clone, Copy)]
+struct LaneSpec {
+    batch_size: usize,
+    /// Fixed padding to this many tokens (measurement only), else each batch's longest.
+    pad_to: Option<usize>,
+    needs_token_type_ids: bool,
+}
+
+type LaneReply = mpsc::Receiver<Result<Vec<Vector>, EmbedError>>;
+
+/// A document session on a thread of its own, embedding the token sequences it is sent.
+struct Lane {
+    jobs: Option<mpsc::Sender<(Vec<Vec<u32>>, mpsc::Sender<Result<Vec<Vector>, EmbedError>>)>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Lane {
+    fn start(number: usize, session: Session, spec: LaneSpec) -> Result<Lane, EmbedError> {
+        let (jobs, inbox) = mpsc::channel::<(Vec<Vec<u32>>, mpsc::Sender<Result<Vec<Vector>, EmbedError>>)>();
+        let session = Mutex::new(session);
+        let thread = std::thread::Builder::new()
+            .name(format!("raggrep-lane-{number}"))
+            .spawn(move || {
+                for (texts, reply) in inbox {
+                    let run = || -> Result<Vec<Vector>, EmbedError> {
+                        let mut out = Vec::with_capacity(texts.len());
+                        for group in texts.chunks(spec.batch_size) {
+                            let batch: Vec<&[u32]> = group.iter().map(Vec::as_slice).collect();
+                            let longest = batch.iter().map(|ids| ids.len()).max().unwrap_or(0).max(1);
+                            let cols = spec.pad_to.map_or(longest, |pad| longest.max(pad));
+                            out.extend(mean_pooled(&session, &batch, cols, spec.needs_token_type_ids)?);
+                        }
+                        Ok(out)
+                    };
+                    // The caller may have given up waiting (its own share failed): nothing to do.
+                    let _ = reply.send(run());
+                }
+            })
+            .map_err(|e| EmbedError::Inference(format!("cannot start an embedding lane: {e}")))?;
+        Ok(Lane { jobs: Some(jobs), thread: Some(thread) })
+    }
+
+    fn submit(&self, texts: Vec<Vec<u32>>) -> Result<LaneReply, EmbedError> {
+        let (reply, answer) = mpsc::channel();
+        self.jobs
+            .as_ref()
+            .and_then(|jobs| jobs.send((texts, reply)).ok())
+            .ok_or_else(|| EmbedError::Inference("an embedding lane stopped".into()))?;
+        Ok(answer)
+    }
+}
+
+impl Drop for Lane {
+    fn drop(&mut self) {
+        // Closing the queue ends the thread after its current job.
+        self.jobs.take();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 }
 
@@ -361,10 +502,28 @@ impl Embedder for OnnxEmbedder {
         if self.options.sort_by_length {
             order.sort_by_key(|&i| encoded[i].len());
         }
+        // Dealt round-robin from the length-sorted order, so every lane gets about as many
+        // tokens; the calling thread runs the first share.
+        let others = if order.len() > 1 { self.other_lanes() } else { &[] };
+        let lanes = (others.len() + 1).min(order.len()).max(1);
+        let share = |lane: usize| -> Vec<usize> { order.iter().skip(lane).step_by(lanes).copied().collect() };
+        let mut waiting = Vec::with_capacity(lanes - 1);
+        for (lane, worker) in others.iter().take(lanes - 1).enumerate() {
+            let indices = share(lane + 1);
+            let texts: Vec<Vec<u32>> = indices.iter().map(|&i| encoded[i].clone()).collect();
+            waiting.push((indices, worker.submit(texts)?));
+        }
         let mut out: Vec<Option<Vector>> = vec![None; encoded.len()];
-        for group in order.chunks(self.options.batch_size.max(1)) {
+        let mine = share(0);
+        for group in mine.chunks(self.options.batch_size.max(1)) {
             let batch: Vec<&[u32]> = group.iter().map(|&i| encoded[i].as_slice()).collect();
             for (&i, vector) in group.iter().zip(self.run(&self.documents, &batch)?) {
+                out[i] = Some(vector);
+            }
+        }
+        for (indices, reply) in waiting {
+            let vectors = reply.recv().map_err(|_| EmbedError::Inference("an embedding lane stopped".into()))??;
+            for (i, vector) in indices.into_iter().zip(vectors) {
                 out[i] = Some(vector);
             }
         }
