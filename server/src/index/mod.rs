@@ -19,6 +19,7 @@
 //! Long on purpose: the on-disk layout and `Snapshot`, the reader every door uses, are documented
 //! and kept together.
 
+mod ahead;
 mod ann;
 mod discover;
 mod fsutil;

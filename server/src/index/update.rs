@@ -511,6 +511,41 @@ impl ToEmbed {
     }
 }
 
+/// What the update does with one walked file, decided in walk order before any file is read.
+struct Plan<'a> {
+    walked: &'a walk::WalkedFile,
+    /// Its entry in the previous manifest.
+    prev: Option<usize>,
+    mtime_ns: u64,
+    action: Action<'a>,
+}
+
+enum Action<'a> {
+    /// Outside the subtree this update covers: the previous entry stands, unread.
+    Keep,
+    /// Same size and mtime as before: the previous entry is reused, unread.
+    Reuse,
+    /// Read (from disk, or the editor's buffer), then compared by content.
+    Read { overlay: Option<&'a String> },
+}
+
+/// A read file, made ready off the recording loop.
+enum Prepared {
+    Skipped(walk::SkipReason),
+    /// The content equals the previous index's: its entries are reused.
+    Same,
+    Chunked(Box<ChunkedFile>),
+}
+
+struct ChunkedFile {
+    source: walk::SourceText,
+    hash: u128,
+    language: Language,
+    chunks: Vec<Chunk>,
+    /// Each chunk's embedding text and its key.
+    texts: Vec<(u128, String)>,
+}
+
 /// The new generation's files and chunks, and what the model still has to do for them.
 struct Chunked {
     files: Vec<FileEntry>,
@@ -560,6 +595,7 @@ fn chunk_files(
     // a save on a 100k-file tree skips 100k binary searches.
     let mut listed_before = vec![false; prev.files.len()];
     let mut prev_cursor = 0;
+    let mut plans: Vec<Plan> = Vec::with_capacity(listed.files.len());
     for walked in &listed.files {
         let prev_index = match prev.files.get(prev_cursor) {
             Some(f) if f.path == walked.rel_path => Some(prev_cursor),
@@ -584,6 +620,45 @@ fn chunk_files(
         let mtime_ns = if overlay.is_some() { 0 } else { mtime_ns };
         let stat_unchanged =
             prev_file.is_some_and(|f| f.mtime_ns == mtime_ns && f.size == walked.size && mtime_ns != 0);
+        let action = match prev_index {
+            // Not this update's part of the tree: kept as it is, never read (a change there,
+            // or a chunk still waiting for its vector, is for an update that covers it).
+            Some(i) if outside(&prev.files[i].path) => Action::Keep,
+            Some(_) if stat_unchanged && !rechunk_all => Action::Reuse,
+            _ => Action::Read { overlay },
+        };
+        plans.push(Plan { walked, prev: prev_index, mtime_ns, action });
+    }
+    // Reading, hashing and chunking run on every CPU ahead of the loop that records the files.
+    let read = |plan: &Plan| -> Option<Prepared> {
+        let Action::Read { overlay } = plan.action else { return None };
+        let source = match overlay {
+            Some(text) => walk::classify_bytes(text.clone().into_bytes()),
+            None => walk::read_source(&plan.walked.abs_path, options.walk.max_file_size),
+        };
+        let source = match source {
+            Ok(source) => source,
+            Err(reason) => return Some(Prepared::Skipped(reason)),
+        };
+        let hash = crate::content_hash(source.text.as_bytes());
+        if plan.prev.is_some_and(|i| join_hash(prev.files[i].hash) == hash) && !rechunk_all {
+            return Some(Prepared::Same);
+        }
+        let language = Language::detect(&plan.walked.abs_path, &source.text);
+        let file_chunks = chunk_file(&plan.walked.rel_path, &source.text, language, &options.chunk);
+        let texts = file_chunks
+            .iter()
+            .map(|chunk| {
+                let text = embedding_text(chunk, &source.text, options.chunk.header);
+                (crate::content_hash(text.as_bytes()), text)
+            })
+            .collect();
+        Some(Prepared::Chunked(Box::new(ChunkedFile { source, hash, language, chunks: file_chunks, texts })))
+    };
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    super::ahead::for_each_in_order(&plans, workers, read, |i, prepared| -> Result<(), IndexError> {
+        let Plan { walked, prev: prev_index, mtime_ns, .. } = &plans[i];
+        let (prev_file, mtime_ns) = (prev_index.map(|i| &prev.files[i]), *mtime_ns);
         let file_index = files.len() as u32;
         if options.max_chunks.is_some_and(|max| chunks.len() >= max) {
             skipped.push(SkippedEntry {
@@ -593,51 +668,40 @@ fn chunk_files(
             if prev_file.is_some() && !lexical_rebuild {
                 lex.delete_file(&walked.rel_path);
             }
-            continue;
+            return Ok(());
         }
-        if let Some(prev_file) = prev_file.filter(|f| outside(&f.path)) {
-            // Not this update's part of the tree: kept as it is, never read (a change there,
-            // or a chunk still waiting for its vector, is for an update that covers it).
-            reuse_file(prev, prev_file, file_index, &mut files, &mut chunks, prev_file.mtime_ns, prev_file.size);
-            continue;
-        }
-        if let Some(prev_file) = prev_file.filter(|_| stat_unchanged && !rechunk_all) {
-            reuse_file(prev, prev_file, file_index, &mut files, &mut chunks, mtime_ns, walked.size);
-            queue_unembedded(location, &files, &chunks, &mut to_embed, options.chunk.header);
-            continue;
-        }
-        let read = match overlay {
-            Some(text) => walk::classify_bytes(text.clone().into_bytes()),
-            None => walk::read_source(&walked.abs_path, options.walk.max_file_size),
-        };
-        let source = match read {
-            Ok(source) => source,
-            Err(reason) => {
+        let chunked = match (prepared, prev_file) {
+            (None, Some(prev_file)) if outside(&prev_file.path) => {
+                reuse_file(prev, prev_file, file_index, &mut files, &mut chunks, prev_file.mtime_ns, prev_file.size);
+                return Ok(());
+            }
+            (None | Some(Prepared::Same), Some(prev_file)) => {
+                reuse_file(prev, prev_file, file_index, &mut files, &mut chunks, mtime_ns, walked.size);
+                queue_unembedded(location, &files, &chunks, &mut to_embed, options.chunk.header);
+                return Ok(());
+            }
+            (Some(Prepared::Skipped(reason)), _) => {
                 tracing::info!(path = %walked.rel_path, %reason, "skipped");
                 skipped.push(SkippedEntry { path: walked.rel_path.clone(), reason: reason.to_string() });
                 if prev_file.is_some() {
                     lex.delete_file(&walked.rel_path);
                 }
-                continue;
+                return Ok(());
             }
+            (Some(Prepared::Chunked(chunked)), _) => chunked,
+            // A plan without a read always has a previous file.
+            (None | Some(Prepared::Same), None) => return Ok(()),
         };
+        let ChunkedFile { source, hash, language, chunks: file_chunks, texts } = *chunked;
         if source.lossy {
             tracing::info!(path = %walked.rel_path, "not valid UTF-8; decoded lossily");
         }
-        let hash = crate::content_hash(source.text.as_bytes());
-        if let Some(prev_file) = prev_file.filter(|f| join_hash(f.hash) == hash && !rechunk_all) {
-            reuse_file(prev, prev_file, file_index, &mut files, &mut chunks, mtime_ns, walked.size);
-            queue_unembedded(location, &files, &chunks, &mut to_embed, options.chunk.header);
-            continue;
-        }
         stats.changed_files += 1;
-        let language = Language::detect(&walked.abs_path, &source.text);
-        let file_chunks = chunk_file(&walked.rel_path, &source.text, language, &options.chunk);
         if prev_file.is_some() && !lexical_rebuild {
             lex.delete_file(&walked.rel_path);
         }
         let first_chunk = chunks.len() as u32;
-        for chunk in &file_chunks {
+        for (chunk, (key, text)) in file_chunks.iter().zip(texts) {
             let symbol_path = chunk.symbol_path().unwrap_or_default();
             lex.add(&LexicalDoc {
                 path: &walked.rel_path,
@@ -645,8 +709,6 @@ fn chunk_files(
                 body: chunk.text(&source.text),
                 hash: chunk.hash.0,
             })?;
-            let text = embedding_text(chunk, &source.text, options.chunk.header);
-            let key = crate::content_hash(text.as_bytes());
             let slot = match base.key_to_slot.get(&key) {
                 Some(&slot) => {
                     stats.reused += 1;
@@ -669,7 +731,8 @@ fn chunk_files(
             first_chunk,
             chunk_count: file_chunks.len() as u32,
         });
-    }
+        Ok(())
+    })?;
     for (old, _) in prev.files.iter().zip(&listed_before).filter(|(_, listed)| !**listed) {
         stats.removed_files += 1;
         if !lexical_rebuild {
