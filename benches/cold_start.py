@@ -3,6 +3,7 @@
 Usage:
     python3 benches/cold_start.py RAGGREP_BIN [--repo NAME ...] [--at 1,5,30,60,120]
         [--json OUT] [--cache DIR] [--no-reference] [--keep]
+        [--pad-lines N [--pad-from DIR]]
 
 For each repository of semble's benchmark (the local copy `benches/questions.py` reads; default:
 commons-lang, 101k lines of Java in the tune half), on a fresh copy of its benchmark root with
@@ -18,6 +19,14 @@ the machine-wide embedding cache off (so every vector is computed):
    same model embedding a sample of the tree's chunk texts with Python onnxruntime
    (`benches/ort_reference.py`, tools venv of `scripts/bootstrap.sh`), projected to every chunk.
 
+`--pad-lines N` asks the same questions of a monorepo: the repository at `<name>/` beside
+registry packages under `packages/<package>/` (not `vendor/`: never indexed) until the tree holds about N lines (default source:
+the sources cargo unpacked for this project's own `Cargo.lock`, `~/.cargo/registry/src`, every
+package whole, in name order, none over `MAX_PACKAGE_LINES`) — its questions must then be
+answered over everything else, and every time and RSS is the whole tree's (issue 54, goal 3).
+Pick a repository in a language the padding does not hold (commons-lang: Java) so no package
+copies its files.
+
 The CPU's vector extensions are printed with every run: int8 speed differs 2-3x between CPUs
 with and without AVX-512 VNNI. Nothing here is fetched; the data is the local copy of semble's
 benchmark (see `benches/questions.py`).
@@ -29,6 +38,7 @@ import json
 import os
 import random
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -159,13 +169,71 @@ def reference_rate(binary, root, env, chunks, threads):
     return result["chunks"] / result["seconds"], None
 
 
+# A package bigger than this (generated bindings, vendored C libraries) is left out of the
+# padding: one would be a tenth of a 1M-line tree.
+MAX_PACKAGE_LINES = 60_000
+TEXT_SUFFIXES = {".rs", ".c", ".h", ".cc", ".cpp", ".hpp", ".py", ".js", ".ts", ".md", ".toml", ".go", ".sh"}
+
+
+def tree_lines(directory):
+    total = 0
+    for path in directory.rglob("*"):
+        if path.suffix in TEXT_SUFFIXES and path.is_file() and not path.is_symlink():
+            try:
+                total += path.read_bytes().count(b"\n")
+            except OSError:
+                pass
+    return total
+
+
+def pad(root, lines_wanted, source):
+    """Copies whole packages from `source` (one directory per package) into `root/packages/` in
+    name order until the tree holds about `lines_wanted` lines; returns the packages copied."""
+    vendor = root / "packages"
+    vendor.mkdir()
+    have = tree_lines(root)
+    copied = []
+    for package in sorted(p for p in source.iterdir() if p.is_dir()):
+        if have >= lines_wanted:
+            break
+        lines = tree_lines(package)
+        if lines == 0 or lines > MAX_PACKAGE_LINES:
+            continue
+        shutil.copytree(package, vendor / package.name, symlinks=True, ignore=shutil.ignore_patterns(".git", "target"))
+        have += lines
+        copied.append(package.name)
+    return copied
+
+
+def default_pad_source():
+    registry = Path(os.environ.get("CARGO_HOME", Path.home() / ".cargo")) / "registry" / "src"
+    dirs = sorted(p for p in registry.glob("*") if p.is_dir()) if registry.is_dir() else []
+    return dirs[0] if dirs else registry
+
+
 def run_repo(binary, cache, spec, tasks, args):
     prefix = spec.get("benchmark_root") or ""
     source = cache / "repos" / spec["name"] / prefix if prefix else cache / "repos" / spec["name"]
-    full = lambda p: f"{prefix}/{p}" if prefix else p  # noqa: E731  repository-relative
     work = Path(tempfile.mkdtemp(prefix=f"cold-{spec['name']}-"))
-    root = work / (Path(prefix).name if prefix else spec["name"])
-    shutil.copytree(source, root, symlinks=True, ignore=shutil.ignore_patterns(".raggrep"))
+    packages = []
+    if args.pad_lines:
+        # A monorepo: the repository is one directory among registry packages.
+        root = work / "monorepo"
+        root.mkdir()
+        shutil.copytree(source, root / spec["name"], symlinks=True, ignore=shutil.ignore_patterns(".raggrep"))
+        packages = pad(root, args.pad_lines, Path(args.pad_from) if args.pad_from else default_pad_source())
+        inside = spec["name"] + "/"
+
+        def full(p):  # repository-relative; the padding's paths stay as they are (no target)
+            if not p.startswith(inside):
+                return p
+            p = p[len(inside) :]
+            return f"{prefix}/{p}" if prefix else p
+
+    else:
+        root = work / (Path(prefix).name if prefix else spec["name"])
+        shutil.copytree(source, root, symlinks=True, ignore=shutil.ignore_patterns(".raggrep"))
+        full = lambda p: f"{prefix}/{p}" if prefix else p  # noqa: E731  repository-relative
     env = dict(os.environ, RAGGREP_EMBEDDING_CACHE="off")
     samples = []
     try:
@@ -177,6 +245,8 @@ def run_repo(binary, cache, spec, tasks, args):
             env=env,
         )
         first_s = time.monotonic() - started
+        # The first query is this script's first child: the children's peak so far is its own.
+        first_rss_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         if first.returncode != 0:
             raise SystemExit(f"first query failed: {first.stderr[-2000:]}")
         found = re.search(r"\(pid (\d+)", first.stderr)
@@ -247,6 +317,8 @@ def run_repo(binary, cache, spec, tasks, args):
             "chunks": total,
             "first_answer_s": round(first_s, 2),
             "first_answer_hits": len(first_answer.get("results", [])),
+            "first_answer_peak_rss_mb": round(first_rss_kb / 1024, 1),
+            "padding_packages": len(packages),
             "every_vector_s": round(done_s, 1),
             "background_peak_rss_mb": round(peak / 1024, 1) if peak else None,
             "reference": reference,
@@ -266,6 +338,8 @@ def main():
     parser.add_argument("--json", help="write every number here")
     parser.add_argument("--no-reference", action="store_true", help="skip the raw ONNX Runtime reference")
     parser.add_argument("--keep", action="store_true", help="keep the temporary copies")
+    parser.add_argument("--pad-lines", type=int, default=0, help="ask the repository inside a monorepo of about this many lines")
+    parser.add_argument("--pad-from", help="packages to pad with, one directory each (default: cargo's unpacked registry sources)")
     args = parser.parse_args()
     binary = str(Path(args.binary).resolve())
     cache = Path(args.cache)
@@ -283,7 +357,8 @@ def main():
         results.append(result)
         ref = result["reference"]
         print(
-            f"  {result['lines']} lines, {result['chunks']} chunks: first answer {result['first_answer_s']} s,"
+            f"  {result['lines']} lines ({result['padding_packages']} padding packages), {result['chunks']} chunks:"
+            f" first answer {result['first_answer_s']} s (peak RSS {result['first_answer_peak_rss_mb']} MB),"
             f" every vector {result['every_vector_s']} s"
             + (f" (raw ONNX Runtime: {ref['projected_s']} s, ratio {ref['ratio']})" if "ratio" in ref else f" ({ref['skipped']})")
             + f", background indexer peak RSS {result['background_peak_rss_mb']} MB",
