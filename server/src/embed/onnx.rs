@@ -180,8 +180,7 @@ impl OnnxEmbedder {
         } else {
             new_session(&environment, &assets.model_path(), lane_plan.1)?
         };
-        let first = &documents;
-        let input_names: Vec<&str> = first.inputs().iter().map(|i| i.name()).collect();
+        let input_names: Vec<&str> = documents.inputs().iter().map(|i| i.name()).collect();
         for required in ["input_ids", "attention_mask"] {
             if !input_names.contains(&required) {
                 return Err(EmbedError::Model {
@@ -193,7 +192,7 @@ impl OnnxEmbedder {
         let needs_token_type_ids = input_names.contains(&"token_type_ids");
         let dim = match metadata.as_ref().and_then(|m| m.dim) {
             Some(dim) => dim,
-            None => output_dim(&first).ok_or_else(|| EmbedError::Model {
+            None => output_dim(&documents).ok_or_else(|| EmbedError::Model {
                 path: assets.model_path().display().to_string(),
                 message: "cannot tell the embedding dimension from the model's output".into(),
             })?,
@@ -348,15 +347,18 @@ struct LaneSpec {
 
 type LaneReply = mpsc::Receiver<Result<Vec<Vector>, EmbedError>>;
 
+/// Token sequences for a lane, and where its vectors go.
+type LaneJob = (Vec<Vec<u32>>, mpsc::Sender<Result<Vec<Vector>, EmbedError>>);
+
 /// A document session on a thread of its own, embedding the token sequences it is sent.
 struct Lane {
-    jobs: Option<mpsc::Sender<(Vec<Vec<u32>>, mpsc::Sender<Result<Vec<Vector>, EmbedError>>)>>,
+    jobs: Option<mpsc::Sender<LaneJob>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Lane {
     fn start(number: usize, session: Session, spec: LaneSpec) -> Result<Lane, EmbedError> {
-        let (jobs, inbox) = mpsc::channel::<(Vec<Vec<u32>>, mpsc::Sender<Result<Vec<Vector>, EmbedError>>)>();
+        let (jobs, inbox) = mpsc::channel::<LaneJob>();
         let session = Mutex::new(session);
         let thread = std::thread::Builder::new()
             .name(format!("raggrep-lane-{number}"))
