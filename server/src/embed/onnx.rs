@@ -119,7 +119,8 @@ pub struct OnnxEmbedder {
     assets: Assets,
     options: EmbedOptions,
     environment: ort::environment::Environment,
-    needs_token_type_ids: bool,
+    /// How every session here runs a batch (the caller's lane, the other lanes, queries).
+    spec: LaneSpec,
     query_model: Option<QueryModel>,
     /// The first lane's document session: runs on the thread that calls `embed_documents`.
     documents: Mutex<Session>,
@@ -197,6 +198,11 @@ impl OnnxEmbedder {
                 message: "cannot tell the embedding dimension from the model's output".into(),
             })?,
         };
+        let spec = LaneSpec {
+            batch_size: options.batch_size.max(1),
+            pad_to: options.fixed_padding.then_some(max_tokens),
+            needs_token_type_ids,
+        };
         let id = assets.model_id_from(metadata.as_ref())?;
         let query_model = match options.query_encoder {
             QueryEncoder::Tuned => assets.query_model(),
@@ -220,7 +226,7 @@ impl OnnxEmbedder {
             assets,
             options,
             environment,
-            needs_token_type_ids,
+            spec,
             documents: Mutex::new(documents),
             lanes: OnceLock::new(),
             lane_plan,
@@ -291,9 +297,8 @@ impl OnnxEmbedder {
 
     /// Runs one padded batch and returns one vector per sequence.
     fn run(&self, session: &Mutex<Session>, batch: &[&[u32]]) -> Result<Vec<Vector>, EmbedError> {
-        let longest = batch.iter().map(|ids| ids.len()).max().unwrap_or(0).max(1);
-        let cols = if self.options.fixed_padding { longest.max(self.info.max_tokens) } else { longest };
-        mean_pooled(session, batch, cols, self.needs_token_type_ids)
+        // The width is the longest member's (`mean_pooled` takes it), or the fixed padding's.
+        mean_pooled(session, batch, self.spec.pad_to.unwrap_or(0), self.spec.needs_token_type_ids)
     }
 
     /// The lanes beside the caller's, started on first use (none when they cannot be: the
@@ -303,11 +308,7 @@ impl OnnxEmbedder {
             return lanes;
         }
         let (count, threads) = self.lane_plan;
-        let spec = LaneSpec {
-            batch_size: self.options.batch_size.max(1),
-            pad_to: self.options.fixed_padding.then_some(self.info.max_tokens),
-            needs_token_type_ids: self.needs_token_type_ids,
-        };
+        let spec = self.spec;
         let path = self.assets.model_path();
         let start = || -> Result<Vec<Lane>, EmbedError> {
             (1..count)
@@ -364,18 +365,9 @@ impl Lane {
             .name(format!("raggrep-lane-{number}"))
             .spawn(move || {
                 for (texts, reply) in inbox {
-                    let run = || -> Result<Vec<Vector>, EmbedError> {
-                        let mut out = Vec::with_capacity(texts.len());
-                        for group in texts.chunks(spec.batch_size) {
-                            let batch: Vec<&[u32]> = group.iter().map(Vec::as_slice).collect();
-                            let longest = batch.iter().map(|ids| ids.len()).max().unwrap_or(0).max(1);
-                            let cols = spec.pad_to.map_or(longest, |pad| longest.max(pad));
-                            out.extend(mean_pooled(&session, &batch, cols, spec.needs_token_type_ids)?);
-                        }
-                        Ok(out)
-                    };
+                    let texts: Vec<&[u32]> = texts.iter().map(Vec::as_slice).collect();
                     // The caller may have given up waiting (its own share failed): nothing to do.
-                    let _ = reply.send(run());
+                    let _ = reply.send(spec.embed(&session, &texts));
                 }
             })
             .map_err(|e| EmbedError::Inference(format!("cannot start an embedding lane: {e}")))?;
@@ -399,6 +391,17 @@ impl Drop for Lane {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+impl LaneSpec {
+    /// `texts` in batches of `batch_size`, each padded to its longest member (or `pad_to`).
+    fn embed(&self, session: &Mutex<Session>, texts: &[&[u32]]) -> Result<Vec<Vector>, EmbedError> {
+        let mut out = Vec::with_capacity(texts.len());
+        for batch in texts.chunks(self.batch_size) {
+            out.extend(mean_pooled(session, batch, self.pad_to.unwrap_or(0), self.needs_token_type_ids)?);
+        }
+        Ok(out)
     }
 }
 
@@ -499,7 +502,7 @@ impl Embedder for OnnxEmbedder {
     }
 
     fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vector>, EmbedError> {
-        let encoded = texts.iter().map(|t| self.encode(t)).collect::<Result<Vec<_>, _>>()?;
+        let mut encoded = texts.iter().map(|t| self.encode(t)).collect::<Result<Vec<_>, _>>()?;
         let mut order: Vec<usize> = (0..encoded.len()).collect();
         if self.options.sort_by_length {
             order.sort_by_key(|&i| encoded[i].len());
@@ -512,16 +515,15 @@ impl Embedder for OnnxEmbedder {
         let mut waiting = Vec::with_capacity(lanes - 1);
         for (lane, worker) in others.iter().take(lanes - 1).enumerate() {
             let indices = share(lane + 1);
-            let texts: Vec<Vec<u32>> = indices.iter().map(|&i| encoded[i].clone()).collect();
+            // Each text goes to one lane only: handed over, not copied.
+            let texts: Vec<Vec<u32>> = indices.iter().map(|&i| std::mem::take(&mut encoded[i])).collect();
             waiting.push((indices, worker.submit(texts)?));
         }
         let mut out: Vec<Option<Vector>> = vec![None; encoded.len()];
         let mine = share(0);
-        for group in mine.chunks(self.options.batch_size.max(1)) {
-            let batch: Vec<&[u32]> = group.iter().map(|&i| encoded[i].as_slice()).collect();
-            for (&i, vector) in group.iter().zip(self.run(&self.documents, &batch)?) {
-                out[i] = Some(vector);
-            }
+        let my_texts: Vec<&[u32]> = mine.iter().map(|&i| encoded[i].as_slice()).collect();
+        for (i, vector) in mine.iter().zip(self.spec.embed(&self.documents, &my_texts)?) {
+            out[*i] = Some(vector);
         }
         for (indices, reply) in waiting {
             let vectors = reply.recv().map_err(|_| EmbedError::Inference("an embedding lane stopped".into()))??;

@@ -521,19 +521,21 @@ struct Plan<'a> {
 }
 
 enum Action<'a> {
-    /// Outside the subtree this update covers: the previous entry stands, unread.
-    Keep,
-    /// Same size and mtime as before: the previous entry is reused, unread.
-    Reuse,
+    /// Outside the subtree this update covers: the previous entry (its index) stands, unread.
+    Keep(usize),
+    /// Same size and mtime as before: the previous entry (its index) is reused, unread.
+    Reuse(usize),
     /// Read (from disk, or the editor's buffer), then compared by content.
     Read { overlay: Option<&'a String> },
 }
 
-/// A read file, made ready off the recording loop.
+/// What a file's plan came to, made ready off the recording loop.
 enum Prepared {
+    /// The previous entry stands as it is (outside the subtree).
+    Keep(usize),
+    /// The previous entry is reused: same size and mtime, or read and found the same content.
+    Same(usize),
     Skipped(walk::SkipReason),
-    /// The content equals the previous index's: its entries are reused.
-    Same,
     Chunked(Box<ChunkedFile>),
 }
 
@@ -623,26 +625,30 @@ fn chunk_files(
         let action = match prev_index {
             // Not this update's part of the tree: kept as it is, never read (a change there,
             // or a chunk still waiting for its vector, is for an update that covers it).
-            Some(i) if outside(&prev.files[i].path) => Action::Keep,
-            Some(_) if stat_unchanged && !rechunk_all => Action::Reuse,
+            Some(i) if outside(&prev.files[i].path) => Action::Keep(i),
+            Some(i) if stat_unchanged && !rechunk_all => Action::Reuse(i),
             _ => Action::Read { overlay },
         };
         plans.push(Plan { walked, prev: prev_index, mtime_ns, action });
     }
     // Reading, hashing and chunking run on every CPU ahead of the loop that records the files.
-    let read = |plan: &Plan| -> Option<Prepared> {
-        let Action::Read { overlay } = plan.action else { return None };
+    let read = |plan: &Plan| -> Prepared {
+        let overlay = match plan.action {
+            Action::Keep(i) => return Prepared::Keep(i),
+            Action::Reuse(i) => return Prepared::Same(i),
+            Action::Read { overlay } => overlay,
+        };
         let source = match overlay {
             Some(text) => walk::classify_bytes(text.clone().into_bytes()),
             None => walk::read_source(&plan.walked.abs_path, options.walk.max_file_size),
         };
         let source = match source {
             Ok(source) => source,
-            Err(reason) => return Some(Prepared::Skipped(reason)),
+            Err(reason) => return Prepared::Skipped(reason),
         };
         let hash = crate::content_hash(source.text.as_bytes());
-        if plan.prev.is_some_and(|i| join_hash(prev.files[i].hash) == hash) && !rechunk_all {
-            return Some(Prepared::Same);
+        if let Some(i) = plan.prev.filter(|&i| join_hash(prev.files[i].hash) == hash && !rechunk_all) {
+            return Prepared::Same(i);
         }
         let language = Language::detect(&plan.walked.abs_path, &source.text);
         let file_chunks = chunk_file(&plan.walked.rel_path, &source.text, language, &options.chunk);
@@ -653,7 +659,7 @@ fn chunk_files(
                 (crate::content_hash(text.as_bytes()), text)
             })
             .collect();
-        Some(Prepared::Chunked(Box::new(ChunkedFile { source, hash, language, chunks: file_chunks, texts })))
+        Prepared::Chunked(Box::new(ChunkedFile { source, hash, language, chunks: file_chunks, texts }))
     };
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
     super::ahead::for_each_in_order(&plans, workers, read, |i, prepared| -> Result<(), IndexError> {
@@ -670,17 +676,18 @@ fn chunk_files(
             }
             return Ok(());
         }
-        let chunked = match (prepared, prev_file) {
-            (None, Some(prev_file)) if outside(&prev_file.path) => {
+        let chunked = match prepared {
+            Prepared::Keep(i) => {
+                let prev_file = &prev.files[i];
                 reuse_file(prev, prev_file, file_index, &mut files, &mut chunks, prev_file.mtime_ns, prev_file.size);
                 return Ok(());
             }
-            (None | Some(Prepared::Same), Some(prev_file)) => {
-                reuse_file(prev, prev_file, file_index, &mut files, &mut chunks, mtime_ns, walked.size);
+            Prepared::Same(i) => {
+                reuse_file(prev, &prev.files[i], file_index, &mut files, &mut chunks, mtime_ns, walked.size);
                 queue_unembedded(location, &files, &chunks, &mut to_embed, options.chunk.header);
                 return Ok(());
             }
-            (Some(Prepared::Skipped(reason)), _) => {
+            Prepared::Skipped(reason) => {
                 tracing::info!(path = %walked.rel_path, %reason, "skipped");
                 skipped.push(SkippedEntry { path: walked.rel_path.clone(), reason: reason.to_string() });
                 if prev_file.is_some() {
@@ -688,9 +695,7 @@ fn chunk_files(
                 }
                 return Ok(());
             }
-            (Some(Prepared::Chunked(chunked)), _) => chunked,
-            // A plan without a read always has a previous file.
-            (None | Some(Prepared::Same), None) => return Ok(()),
+            Prepared::Chunked(chunked) => chunked,
         };
         let ChunkedFile { source, hash, language, chunks: file_chunks, texts } = *chunked;
         if source.lossy {
