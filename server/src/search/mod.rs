@@ -301,7 +301,7 @@ pub fn search_with(
             results: Vec::new(),
         });
     }
-    let (dense, lexical, degraded) = rankings(snapshot, vector, query, k, filtered, &accept);
+    let (dense, lexical, mut degraded) = rankings(snapshot, vector, query, k, filtered, &accept);
     let mut confidence = None;
     let ranked = match query.mode {
         Mode::Dense => dense,
@@ -310,6 +310,14 @@ pub fn search_with(
         Mode::Hybrid => match (query.fusion, learned::weights()) {
             (Fusion::Learned, Some(weights)) => {
                 let intent = intent::Intent::of(&query.text);
+                let words_weight = words_weight(&intent);
+                let words = if words_weight > 0.0 {
+                    let (words, failed) = words_alone(snapshot, query, filtered, &accept);
+                    degraded = degraded.or(failed);
+                    Some(words)
+                } else {
+                    None
+                };
                 let mut evidence = evidence::Evidence::new(snapshot, &intent);
                 let (dense, deeper_dense) = dense.split_at(dense.len().min(FUSION_DEPTH));
                 let (lexical, deeper_lexical) = lexical.split_at(lexical.len().min(FUSION_DEPTH));
@@ -341,6 +349,9 @@ pub fn search_with(
                         (chunk, fused.get(&chunk).copied().unwrap_or(score) + reranked_by)
                     })
                     .collect();
+                if let Some(words) = &words {
+                    add_words(&mut ranked, words, words_weight);
+                }
                 let (penalty, free) = evidence.same_file_penalty();
                 diversify(snapshot, &mut ranked, penalty, free);
                 let in_order: Ranking = ranked
@@ -577,6 +588,73 @@ fn definitions_first(
 /// Chunk indexes with scores, best first.
 type Ranking = Vec<(usize, f32)>;
 
+/// How much the ranking without vectors ([`words_with_evidence`]) counts beside the learned
+/// fusion's, by what the query asks for. A name lookup (`APIRouter`, `FromRequest`, `Query`):
+/// the words find the name itself, and their evidence puts the chunk that defines it (or the
+/// file that re-exports it) first, where the fusion's dense half also brings the chunks that
+/// use the name and the methods of the definition. semble's tune questions, symbol lookups:
+/// 0.908 NDCG@10 fused alone, 0.947 with the words at weight 1 (0.915 at 0.5, 0.947 at 2, 0.949
+/// with the words alone). Questions and descriptions keep the fusion alone: the words added
+/// to a question at 0.5, 1 or 2 gave 0.810, 0.806, 0.802 against 0.811.
+fn words_weight(intent: &intent::Intent) -> f32 {
+    match intent.shape {
+        intent::Shape::Symbol => 1.0,
+        intent::Shape::Question | intent::Shape::Description => 0.0,
+    }
+}
+
+/// The ranking without vectors beside a fused one: BM25 read [`WORDS_DEPTH`] deep (the fusion's
+/// own list is shallower), and why it is missing when BM25 failed.
+fn words_alone(
+    snapshot: &Snapshot,
+    query: &Query,
+    filtered: bool,
+    accept: &dyn Fn(&ChunkRef<'_>) -> bool,
+) -> (Ranking, Option<String>) {
+    let depth = WORDS_DEPTH.min(snapshot.chunk_count());
+    // Filters apply after BM25, so ask for more when filtering (as `rankings` does).
+    let ask = if filtered { depth.saturating_mul(4) } else { depth };
+    match snapshot.lexical_search(&query.text, ask) {
+        Ok(found) => {
+            let found = found.into_iter().filter(|&(c, _)| snapshot.chunk(c).is_some_and(|c| accept(&c))).collect();
+            (words_with_evidence(snapshot, &query.text, found, accept), None)
+        }
+        Err(err) => {
+            tracing::warn!("{err}; the words' ranking skipped");
+            (Vec::new(), Some(format!("lexical search failed ({err}); `raggrep index` repairs it")))
+        }
+    }
+}
+
+/// Where a chunk the fused ranking did not hold starts when the words bring it: this many of the
+/// fused ranking's first-page spreads below its tenth hit.
+const WORDS_ONLY_FLOOR: f32 = 1.0;
+
+/// Adds the words' ranking to the fused one (`ranked`, linear scores, best first), each measured
+/// in its own first page (the first score minus the tenth): a chunk's fused score keeps its
+/// place, and gains `weight` fused spreads per words spread it stands above the words' tenth
+/// hit. A chunk only the words found starts [`WORDS_ONLY_FLOOR`] spreads below the fused
+/// tenth. The result is re-sorted, still on the fused scale.
+fn add_words(ranked: &mut Ranking, words: &[(usize, f32)], weight: f32) {
+    fn page(ranking: &[(usize, f32)], min_spread: f32) -> (f32, f32) {
+        let first = ranking.first().map_or(0.0, |x| x.1);
+        let tenth = ranking.get(9).or(ranking.last()).map_or(0.0, |x| x.1);
+        (tenth, (first - tenth).max(min_spread))
+    }
+    // The fusion's spread is counted as the evidence counts it (at least 2).
+    let (fused_tenth, fused_spread) = page(ranked, evidence::Weights::default().min_unit);
+    let (words_tenth, words_spread) = page(words, f32::EPSILON);
+    let floor = fused_tenth - WORDS_ONLY_FLOOR * fused_spread;
+    let mut scores: std::collections::HashMap<usize, f32> =
+        ranked.iter().map(|&(chunk, score)| (chunk, score.max(floor))).collect();
+    for &(chunk, score) in words {
+        let above = ((score - words_tenth) / words_spread).max(0.0);
+        *scores.entry(chunk).or_insert(floor) += weight * fused_spread * above;
+    }
+    *ranked = scores.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+}
+
 /// The dense and lexical rankings a query fuses (candidates for `k` results), and why the
 /// answer is degraded, if it is.
 fn rankings(
@@ -734,6 +812,33 @@ pub fn snippet_of<'a>(lines: impl Iterator<Item = &'a str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The words lift what they rank above their tenth hit, in the fused ranking's own units,
+    /// and bring what the fusion missed in below its page; weight 0 leaves the fused order.
+    #[test]
+    fn the_words_lift_their_best_hits_on_the_fused_scale() {
+        // Fused: chunks 0..12, scores 12, 11, …, 1 (first-page spread 9).
+        let fused: Ranking = (0..12).map(|c| (c, 12.0 - c as f32)).collect();
+        // Words: chunk 5 first by far, then chunk 99 (not fused), then ten more of the fused.
+        let mut words: Ranking = vec![(5, 30.0), (99, 12.0)];
+        words.extend((0..11).filter(|&c| c != 5).map(|c| (c, 10.0 - c as f32 * 0.1)));
+
+        let mut unchanged = fused.clone();
+        add_words(&mut unchanged, &words, 0.0);
+        assert_eq!(unchanged.iter().map(|x| x.0).take(12).collect::<Vec<_>>(), (0..12).collect::<Vec<_>>());
+
+        let mut ranked = fused.clone();
+        add_words(&mut ranked, &words, 1.0);
+        assert_eq!(ranked[0].0, 5, "the words' first hit, fused sixth, comes first: {ranked:?}");
+        let place = |c: usize| ranked.iter().position(|x| x.0 == c).unwrap();
+        assert!(place(0) < place(1), "the fused order holds where the words barely differ");
+        // Chunk 99: 1 fused spread below the fused tenth (3 − 9 = −6), plus its lift (≈ 0.2 · 9).
+        let score_99 = ranked[place(99)].1;
+        assert!((-6.0..0.0).contains(&score_99), "{score_99}");
+        assert!(place(99) > place(11), "a chunk only the words found starts below the fused page");
+        // Scores still fall down the list.
+        assert!(ranked.windows(2).all(|w| w[0].1 >= w[1].1));
+    }
 
     /// Tests, examples, shims, re-export files and stubs rank below the code itself, unless the
     /// question asks for tests.
