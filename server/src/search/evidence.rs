@@ -361,6 +361,9 @@ pub struct Evidence<'q> {
     unit: f32,
     /// A symbol lookup whose name no chunk defines: its re-exports stand in for the definition.
     defined_elsewhere: bool,
+    /// The chunks that define a symbol lookup's name, among those the query accepts (found by
+    /// the first [`Evidence::extra_candidates`]).
+    definitions: Option<Vec<usize>>,
 }
 
 impl<'q> Evidence<'q> {
@@ -372,6 +375,7 @@ impl<'q> Evidence<'q> {
             texts: Texts::default(),
             unit: 1.0,
             defined_elsewhere: false,
+            definitions: None,
         }
     }
 
@@ -405,23 +409,30 @@ impl<'q> Evidence<'q> {
             Shape::Description => {}
             Shape::Symbol => {
                 let names = &self.intent.names;
-                let wanted: Vec<String> = names.iter().map(|n| normal_qualified(n)).collect();
-                let stem_name = names.last().map(|n| squashed(n)).unwrap_or_default();
-                for index in 0..snapshot.chunk_count() {
-                    let Some(chunk) = snapshot.chunk(index) else { continue };
-                    if have.contains(&index) || !accept(&chunk) {
-                        continue;
+                if self.definitions.is_none() {
+                    // The whole index, once per query: a name lookup ranked twice (the words
+                    // beside the fusion) scans it once.
+                    let wanted: Vec<String> = names.iter().map(|n| normal_qualified(n)).collect();
+                    let stem_name = names.last().map(|n| squashed(n)).unwrap_or_default();
+                    let mut found = Vec::new();
+                    for index in 0..snapshot.chunk_count() {
+                        let Some(chunk) = snapshot.chunk(index) else { continue };
+                        if !accept(&chunk) {
+                            continue;
+                        }
+                        let by_symbol = !chunk.symbol.is_empty()
+                            && (names.iter().any(|n| chunk.symbol == n)
+                                || chunk.symbol_path().is_some_and(|p| wanted.contains(&normal_qualified(&p))));
+                        let named_file = !stem_name.is_empty() && file_stem_squashed(chunk.path) == stem_name;
+                        if by_symbol
+                            || (named_file && defines(snapshot, &mut self.texts, &chunk, names) == Definition::Defines)
+                        {
+                            found.push(index);
+                        }
                     }
-                    let by_symbol = !chunk.symbol.is_empty()
-                        && (names.iter().any(|n| chunk.symbol == n)
-                            || chunk.symbol_path().is_some_and(|p| wanted.contains(&normal_qualified(&p))));
-                    let named_file = !stem_name.is_empty() && file_stem_squashed(chunk.path) == stem_name;
-                    if by_symbol
-                        || (named_file && defines(snapshot, &mut self.texts, &chunk, names) == Definition::Defines)
-                    {
-                        extra.push(index);
-                    }
+                    self.definitions = Some(found);
                 }
+                extra.extend(self.definitions.iter().flatten().filter(|i| !have.contains(i)));
                 // Defined outside the index (another crate or package): its re-exports are the
                 // nearest the index has, and BM25 ranks them below every use of the name.
                 let defined = extra.iter().chain(have.iter()).any(|&i| {
