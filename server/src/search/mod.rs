@@ -633,18 +633,9 @@ fn words_alone(
     filtered: bool,
     accept: &dyn Fn(&ChunkRef<'_>) -> bool,
 ) -> (Ranking, Option<String>) {
-    let depth = NAME_WORDS_DEPTH.min(snapshot.chunk_count());
-    // Filters apply after BM25, so ask for more when filtering (as `rankings` does).
-    let ask = if filtered { depth.saturating_mul(4) } else { depth };
-    match snapshot.lexical_search(&query.text, ask) {
-        Ok(found) => {
-            let found = found.into_iter().filter(|&(c, _)| snapshot.chunk(c).is_some_and(|c| accept(&c))).collect();
-            (words_with(snapshot, evidence, &query.text, found, accept), None)
-        }
-        Err(err) => {
-            tracing::warn!("{err}; the words' ranking skipped");
-            (Vec::new(), Some(format!("lexical search failed ({err}); `raggrep index` repairs it")))
-        }
+    match bm25(snapshot, &query.text, NAME_WORDS_DEPTH.min(snapshot.chunk_count()), filtered, accept) {
+        Ok(found) => (words_with(snapshot, evidence, &query.text, found, accept), None),
+        Err(why) => (Vec::new(), Some(why)),
     }
 }
 
@@ -699,19 +690,35 @@ fn rankings(
     let lexical: Vec<(usize, f32)> = if query.mode == Mode::Dense {
         Vec::new()
     } else {
-        // Filters apply after BM25, so ask for more when filtering.
-        let ask = if filtered { lexical_limit.saturating_mul(4) } else { lexical_limit };
-        match snapshot.lexical_search(&query.text, ask) {
-            Ok(found) => found.into_iter().filter(|&(c, _)| snapshot.chunk(c).is_some_and(|c| accept(&c))).collect(),
-            Err(err) => {
-                // A damaged lexical index loses its half of the ranking, not the whole answer.
-                tracing::warn!("{err}; lexical ranking skipped");
-                degraded = Some(format!("lexical search failed ({err}); `raggrep index` repairs it"));
+        match bm25(snapshot, &query.text, lexical_limit, filtered, accept) {
+            Ok(found) => found,
+            // A damaged lexical index loses its half of the ranking, not the whole answer.
+            Err(why) => {
+                degraded = Some(why);
                 Vec::new()
             }
         }
     };
     (dense, lexical, degraded)
+}
+
+/// BM25's best `depth` chunks that `accept` keeps (filters apply after BM25, so it asks for more
+/// when filtering), or why the answer is degraded without them.
+fn bm25(
+    snapshot: &Snapshot,
+    text: &str,
+    depth: usize,
+    filtered: bool,
+    accept: &dyn Fn(&ChunkRef<'_>) -> bool,
+) -> Result<Ranking, String> {
+    let ask = if filtered { depth.saturating_mul(4) } else { depth };
+    match snapshot.lexical_search(text, ask) {
+        Ok(found) => Ok(found.into_iter().filter(|&(c, _)| snapshot.chunk(c).is_some_and(|c| accept(&c))).collect()),
+        Err(err) => {
+            tracing::warn!("{err}; lexical ranking skipped");
+            Err(format!("lexical search failed ({err}); `raggrep index` repairs it"))
+        }
+    }
 }
 
 /// The candidates of a hybrid query with the learned fusion's features, unfiltered: what
