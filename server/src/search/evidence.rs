@@ -351,6 +351,14 @@ fn defines(snapshot: &Snapshot, texts: &mut Texts, chunk: &ChunkRef<'_>, names: 
     }
 }
 
+/// A ranking's first page (best first): its tenth score (the last when shorter) and its spread,
+/// the first score minus the tenth, at least `min_spread` — the unit the evidence is counted in.
+pub fn first_page(ranked: &[(usize, f32)], min_spread: f32) -> (f32, f32) {
+    let first = ranked.first().map_or(0.0, |x| x.1);
+    let tenth = ranked.get(9).or(ranked.last()).map_or(0.0, |x| x.1);
+    (tenth, (first - tenth).max(min_spread))
+}
+
 /// The evidence of one query, computed once.
 pub struct Evidence<'q> {
     intent: &'q Intent,
@@ -491,10 +499,7 @@ impl<'q> Evidence<'q> {
         let mut w = self.weights;
         // The fusion's scores move with the query; the evidence is measured in the spread of its
         // first page, so "one unit" moves a hit about from tenth place to first.
-        let unit = match (ranked.first(), ranked.get(9).or(ranked.last())) {
-            (Some(first), Some(tenth)) => (first.1 - tenth.1).max(w.min_unit),
-            _ => w.min_unit,
-        };
+        let (_, unit) = first_page(ranked, w.min_unit);
         for value in [&mut w.path, &mut w.definition, &mut w.definition_file, &mut w.prose] {
             *value *= unit;
         }

@@ -649,14 +649,9 @@ const WORDS_ONLY_FLOOR: f32 = 1.0;
 /// hit. A chunk only the words found starts [`WORDS_ONLY_FLOOR`] spreads below the fused
 /// tenth. The result is re-sorted, still on the fused scale.
 fn add_words(ranked: &mut Ranking, words: &[(usize, f32)], weight: f32) {
-    fn page(ranking: &[(usize, f32)], min_spread: f32) -> (f32, f32) {
-        let first = ranking.first().map_or(0.0, |x| x.1);
-        let tenth = ranking.get(9).or(ranking.last()).map_or(0.0, |x| x.1);
-        (tenth, (first - tenth).max(min_spread))
-    }
     // The fusion's spread is counted as the evidence counts it (at least 2).
-    let (fused_tenth, fused_spread) = page(ranked, evidence::Weights::default().min_unit);
-    let (words_tenth, words_spread) = page(words, f32::EPSILON);
+    let (fused_tenth, fused_spread) = evidence::first_page(ranked, evidence::Weights::default().min_unit);
+    let (words_tenth, words_spread) = evidence::first_page(words, f32::EPSILON);
     let floor = fused_tenth - WORDS_ONLY_FLOOR * fused_spread;
     let mut scores: std::collections::HashMap<usize, f32> =
         ranked.iter().map(|&(chunk, score)| (chunk, score.max(floor))).collect();
