@@ -274,7 +274,8 @@ impl Default for ChunkConfig {
 /// Kotlin, Swift, Scala, Elixir, Lua, shell, Zig and Haskell by syntax; scripts by their `#!`.
 /// 8: Kotlin by top-level segments when its grammar gives up; a long uncovered gap in windows.
 /// 9: YAML, TOML and JSON by their keys. 10: Dart, Objective-C, OCaml, R and Julia by syntax.
-const CHUNKER_VERSION: u32 = 10;
+/// 11: comments beside a container's body that lead its first member are that member's.
+const CHUNKER_VERSION: u32 = 11;
 
 /// Everything that decides which chunks a file becomes and what text each embeds, as one string
 /// stored in the manifest: an index made with another recipe is chunked again.

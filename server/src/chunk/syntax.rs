@@ -489,16 +489,16 @@ impl<'a> Splitter<'a> {
     }
 
     fn visit_children(&mut self, node: Node<'_>, scope: &Scope) {
-        self.visit_children_from(node, scope, node.start_byte());
+        self.visit_children_from(node, scope, node.start_byte(), Vec::new());
     }
 
     /// [`Self::visit_children`] for the children that end after `from` (those before it are
-    /// already in a chunk: a container's header).
-    fn visit_children_from(&mut self, node: Node<'_>, scope: &Scope, from: usize) {
+    /// already in a chunk: a container's header), with `leading` comments found before them
+    /// that lead the first of them.
+    fn visit_children_from<'t>(&mut self, node: Node<'t>, scope: &Scope, from: usize, mut leading: Vec<Node<'t>>) {
         let mut cursor = node.walk();
-        let children: Vec<Node<'_>> = node.children(&mut cursor).filter(|c| c.end_byte() > from).collect();
-        let mut leading: Vec<Node<'_>> = Vec::new();
-        let mut overloads: Option<Overloads<'_>> = None;
+        let children: Vec<Node<'t>> = node.children(&mut cursor).filter(|c| c.end_byte() > from).collect();
+        let mut overloads: Option<Overloads<'t>> = None;
         let mut prev_end = node.start_byte();
         for child in children {
             let role = match classify(self.language, child, self.text) {
@@ -641,12 +641,14 @@ impl<'a> Splitter<'a> {
             // members are the definition's own children (Julia's `module`, Objective-C's
             // `@implementation`), the header runs to the first of them.
             let members_start = if body == node { self.first_member(node) } else { body.start_byte() };
-            self.push(range.start..members_start, kind, def.name.clone(), container.clone(), RawRole::ContainerHeader);
+            let leading = self.leading_first_member(node, members_start);
+            let header_end = leading.first().map_or(members_start, |c| c.start_byte());
+            self.push(range.start..header_end, kind, def.name.clone(), container.clone(), RawRole::ContainerHeader);
             let inner = Scope {
                 container: nested(container.as_deref(), def.name.as_deref(), self.language),
                 in_type: members_are_methods(kind, self.language),
             };
-            self.visit_children_from(body, &inner, members_start);
+            self.visit_children_from(body, &inner, members_start, leading);
             if body.end_byte() < range.end {
                 self.push(body.end_byte()..range.end, ChunkKind::Code, None, container, RawRole::Other);
             }
@@ -655,6 +657,33 @@ impl<'a> Splitter<'a> {
         for piece in self.split_oversized(node, range) {
             self.push(piece, kind, def.name.clone(), container.clone(), RawRole::Definition);
         }
+    }
+
+    /// The comments between a container's header and its body that lead the body's first member,
+    /// which begins at `members_start`: Ruby keeps them beside the body, not in it (`module Rack`,
+    /// a class's doc comment, `class Builder`), where they would read as the outer header's. A
+    /// comment on the header's own first line stays the header's.
+    fn leading_first_member<'t>(&self, node: Node<'t>, members_start: usize) -> Vec<Node<'t>> {
+        let header_line = self.lines.line_of(node.start_byte());
+        let mut cursor = node.walk();
+        let between: Vec<Node<'t>> = node
+            .children(&mut cursor)
+            .filter(|c| c.start_byte() > node.start_byte() && c.end_byte() <= members_start)
+            .collect();
+        let mut run: Vec<Node<'t>> = Vec::new();
+        let mut next_start = members_start;
+        for comment in between.into_iter().rev() {
+            let attached = matches!(classify(self.language, comment, self.text), Role::Leading)
+                && self.lines.line_of(comment.start_byte()) > header_line
+                && !self.has_blank_line(comment.end_byte(), next_start);
+            if !attached {
+                break;
+            }
+            next_start = comment.start_byte();
+            run.push(comment);
+        }
+        run.reverse();
+        run
     }
 
     /// Where the members of a definition that holds them as its own children begin: its first

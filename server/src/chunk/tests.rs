@@ -1765,6 +1765,24 @@ fn clauses_of_one_function_are_one_chunk() {
     assert_eq!(names, ["factorial", "main"]);
 }
 
+/// A nested container's doc comment leads it: Ruby keeps the comment between `module Rack` and
+/// `class Builder` beside the module's body, where it read as the module's header.
+#[test]
+fn a_nested_classs_doc_comment_is_its_own() {
+    let mut ruby = String::from(
+        "module Rack\n  # Builder provides a DSL to construct applications.\n  # It parses config files.\n  class Builder\n",
+    );
+    for i in 0..12 {
+        let _ = writeln!(ruby, "    def step{i}(app)\n      app.call(env, {i})\n      app.finish({i})\n    end\n");
+    }
+    ruby.push_str("  end\nend\n");
+    let chunks = chunk_file("builder.rb", &ruby, Language::Ruby, &ChunkConfig::default());
+    check_invariants(&ruby, &chunks);
+    let doc = chunks.iter().find(|c| c.text(&ruby).contains("# Builder provides")).expect("the doc comment is chunked");
+    assert_eq!(doc.symbol_path().as_deref(), Some("Rack::Builder"), "{chunks:#?}");
+    assert!(doc.text(&ruby).contains("class Builder"), "{chunks:#?}");
+}
+
 /// Real files of each language added with issue 53 (tests/fixtures/languages, sources in its
 /// SOURCES.md): every invariant holds, most chunks are named definitions, the budget is kept.
 #[test]
