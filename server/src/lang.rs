@@ -126,8 +126,10 @@ impl Language {
             Some("dart") => Language::Dart,
             // `.h` stays C: most headers are, and Objective-C's read well enough as C.
             Some("m") => Language::ObjectiveC,
-            // Implementations only: an interface (`.mli`) needs another grammar.
-            Some("ml") => Language::OCaml,
+            // An interface (`.mli`) too: the implementation grammar reads its `val`s, types and
+            // module signatures as the interface grammar does (the same chunks on all 13 `.mli`
+            // files of ocaml-re).
+            Some("ml" | "mli") => Language::OCaml,
             Some("r") => Language::R,
             Some("jl") => Language::Julia,
             _ => Language::Text,
@@ -379,12 +381,13 @@ pub fn is_implementation(path: &str, language: Language) -> bool {
     language.grammar().is_some() && !is_test_like(path) && !is_declaration_file(path)
 }
 
-/// A declaration file: TypeScript's `.d.ts` (`.d.mts`, `.d.cts`) or a Python stub (`.pyi`). It
+/// A declaration file: TypeScript's `.d.ts` (`.d.mts`, `.d.cts`), a Python stub (`.pyi`) or an
+/// OCaml interface (`.mli`). It
 /// restates an implementation's signatures and doc comments for type checkers, so beside that
 /// implementation it matches a question as well as the code does without being the code.
 pub fn is_declaration_file(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
-    [".d.ts", ".d.mts", ".d.cts", ".pyi"].iter().any(|suffix| name.ends_with(suffix))
+    [".d.ts", ".d.mts", ".d.cts", ".pyi", ".mli"].iter().any(|suffix| name.ends_with(suffix))
 }
 
 fn is_test_name(name: &str) -> bool {
@@ -458,7 +461,7 @@ mod tests {
             ("lib/src/queue_list.dart", Language::Dart),
             ("Source/NSCache.m", Language::ObjectiveC),
             ("lib/glob.ml", Language::OCaml),
-            ("lib/glob.mli", Language::Text),
+            ("lib/glob.mli", Language::OCaml),
             ("R/glue.R", Language::R),
             ("src/heaps.jl", Language::Julia),
             ("README", Language::Text),

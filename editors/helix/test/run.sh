@@ -33,7 +33,7 @@ HX_SUITE=trixie
 HX_VERSION=25.01   # the Helix release the snippet is written for; the test asserts it
 # hx and the libraries it needs from trixie (its loader among them); tmux and its libraries.
 PACKAGES=(hx libc6 libgcc-s1 tmux libevent-core-2.1-7t64 libjemalloc2 libsystemd0 libcap2 libtinfo6 libstdc++6)
-LANGUAGES=(rust python javascript jsx typescript tsx go java c cpp markdown ruby php c-sharp kotlin swift scala elixir lua bash zig haskell yaml toml json dart ocaml r julia)
+LANGUAGES=(rust python javascript jsx typescript tsx go java c cpp markdown ruby php c-sharp kotlin swift scala elixir lua bash zig haskell yaml toml json dart ocaml ocaml-interface r julia)
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 client="$(dirname "$here")"

@@ -275,7 +275,8 @@ impl Default for ChunkConfig {
 /// 8: Kotlin by top-level segments when its grammar gives up; a long uncovered gap in windows.
 /// 9: YAML, TOML and JSON by their keys. 10: Dart, Objective-C, OCaml, R and Julia by syntax.
 /// 11: comments beside a container's body that lead its first member are that member's.
-const CHUNKER_VERSION: u32 = 11;
+/// 12: OCaml interfaces (`.mli`) by syntax; an odoc comment right below an item is its.
+const CHUNKER_VERSION: u32 = 12;
 
 /// Everything that decides which chunks a file becomes and what text each embeds, as one string
 /// stored in the manifest: an index made with another recipe is chunked again.

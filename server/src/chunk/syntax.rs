@@ -547,6 +547,33 @@ impl<'a> Splitter<'a> {
                     // (Comment nodes may include their newline, hence `prev_end - 1`.)
                     let trailing = prev_end > node.start_byte()
                         && self.lines.line_of(prev_end - 1) == self.lines.line_of(child.start_byte());
+                    // OCaml documents an item with a `(** … *)` right below it (odoc's rule; an
+                    // interface's `val` always is): that comment is the item's, when it fits.
+                    if leading.is_empty()
+                        && !trailing
+                        && self.language == Language::OCaml
+                        && self.text[child.start_byte()..].starts_with("(**")
+                        && prev_end > node.start_byte()
+                        && self.lines.line_of(prev_end - 1) + 1 == self.lines.line_of(child.start_byte())
+                        && let Some(last) = self.raw.last_mut()
+                        && last.role == RawRole::Definition
+                        && last.range.end == prev_end
+                    {
+                        let tokens = estimate_tokens(&self.text[last.range.end..child.end_byte()]);
+                        if last.tokens + tokens <= self.config.max_tokens {
+                            last.range.end = child.end_byte();
+                            last.tokens += tokens;
+                        } else {
+                            let (kind, symbol, container) = (last.kind, last.symbol.clone(), last.container.clone());
+                            for piece in
+                                lines::split_lines(self.text, child.start_byte()..child.end_byte(), self.config)
+                            {
+                                self.push(piece, kind, symbol.clone(), container.clone(), RawRole::Definition);
+                            }
+                        }
+                        prev_end = child.end_byte();
+                        continue;
+                    }
                     let detached =
                         leading.last().is_some_and(|last| self.has_blank_line(last.end_byte(), child.start_byte()));
                     if trailing || detached {

@@ -1783,6 +1783,30 @@ fn a_nested_classs_doc_comment_is_its_own() {
     assert!(doc.text(&ruby).contains("class Builder"), "{chunks:#?}");
 }
 
+/// An OCaml interface (`.mli`) is chunked by syntax: its `val`s, types, exceptions, module types
+/// and declared modules are definitions, each with the `(** … *)` odoc puts right below it.
+#[test]
+fn ocaml_interfaces_have_their_own_grammar() {
+    let mli = "(** Shell-style regular expressions *)\n\nexception Parse_error\n\nval glob :\n  ?anchored:bool ->\n  string ->\n  Core.t\n(** Implements the semantics of shells patterns. *)\n\ntype t = private string\n(** A compiled pattern. *)\n\nmodule type S = sig\n  val compile : t -> Core.re\nend\n";
+    let chunks = chunk_file("lib/glob.mli", mli, Language::OCaml, &ChunkConfig::default());
+    check_invariants(mli, &chunks);
+    let glob = chunks.iter().find(|c| c.symbol.as_deref() == Some("glob")).expect("`val glob` is a definition");
+    assert!(glob.text(mli).contains("Implements the semantics"), "{chunks:#?}");
+    let t = chunks.iter().find(|c| c.symbol.as_deref() == Some("t")).expect("`type t` is a definition");
+    assert!(t.text(mli).contains("A compiled pattern"), "{chunks:#?}");
+    let names: Vec<String> =
+        outline(mli, Language::OCaml, &ChunkConfig::default()).into_iter().map(|d| d.symbol).collect();
+    for name in ["Parse_error", "glob", "t", "S"] {
+        assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
+    }
+    // A module declared by its signature alone (`module M : S`) exists only in an interface.
+    let declared = "module Compiled : S\n(** The compiled form. *)\n\nval compile : t -> Compiled.t\n";
+    let chunks = chunk_file("lib/glob.mli", declared, Language::OCaml, &ChunkConfig::default());
+    check_invariants(declared, &chunks);
+    let names: Vec<Option<&str>> = chunks.iter().map(|c| c.symbol.as_deref()).collect();
+    assert_eq!(names, [Some("Compiled"), Some("compile")], "{chunks:#?}");
+}
+
 /// Real files of each language added with issue 53 (tests/fixtures/languages, sources in its
 /// SOURCES.md): every invariant holds, most chunks are named definitions, the budget is kept.
 #[test]

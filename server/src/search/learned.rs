@@ -398,10 +398,10 @@ mod tests {
 
     #[test]
     fn declaration_files_are_secondary_unless_the_query_asks_for_them() {
-        for path in ["typings/index.d.ts", "src/types.d.mts", "lib/x.D.CTS", "stubs/requests/api.pyi"] {
+        for path in ["typings/index.d.ts", "src/types.d.mts", "lib/x.D.CTS", "stubs/requests/api.pyi", "lib/glob.mli"] {
             assert!(crate::lang::is_declaration_file(path), "{path}");
         }
-        for path in ["src/index.ts", "src/d.ts/reader.ts", "lib/pyi.py", "src/mod.dts.rs"] {
+        for path in ["src/index.ts", "src/d.ts/reader.ts", "lib/pyi.py", "src/mod.dts.rs", "lib/glob.ml"] {
             assert!(!crate::lang::is_declaration_file(path), "{path}");
         }
         let secondary = |query: &str, path: &str| {
