@@ -382,9 +382,9 @@ pub fn is_implementation(path: &str, language: Language) -> bool {
 }
 
 /// A declaration file: TypeScript's `.d.ts` (`.d.mts`, `.d.cts`), a Python stub (`.pyi`) or an
-/// OCaml interface (`.mli`). It
-/// restates an implementation's signatures and doc comments for type checkers, so beside that
-/// implementation it matches a question as well as the code does without being the code.
+/// OCaml interface (`.mli`). It restates an implementation's signatures and doc comments for
+/// type checkers and readers, so beside that implementation it matches a question as well as the
+/// code does without being the code.
 pub fn is_declaration_file(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
     [".d.ts", ".d.mts", ".d.cts", ".pyi", ".mli"].iter().any(|suffix| name.ends_with(suffix))
