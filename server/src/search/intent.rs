@@ -369,6 +369,29 @@ const DOC_VERBS: &[&str] = &[
     "negotiate",
     "authenticate",
     "authorize",
+    "align",
+    "assume",
+    "begin",
+    "blend",
+    "catch",
+    "coerce",
+    "deduplicate",
+    "detect",
+    "end",
+    "enter",
+    "exit",
+    "finalize",
+    "highlight",
+    "install",
+    "justify",
+    "leave",
+    "look",
+    "output",
+    "pick",
+    "refresh",
+    "require",
+    "select",
+    "track",
 ];
 
 /// The query reads as a doc comment's first sentence, which asks for one function: its first
@@ -385,8 +408,32 @@ fn describes_a_function(text: &str) -> bool {
     let (Some(first), Some(second)) = (words.first(), words.get(1)) else { return false };
     let lower = first.to_lowercase();
     let second = second.to_lowercase();
+    let third = words.get(2).map(|w| w.trim_end_matches(',').to_lowercase()).unwrap_or_default();
+    // Two verbs joined ("Enable or disable …", "Build and return …", "Converts, and assigns,
+    // …") describe what a function does; a first word followed by "and" otherwise starts a
+    // list of names.
+    let first_verb = is_doc_verb(lower.trim_end_matches(','));
     if matches!(second.as_str(), "and" | "or" | "/" | "&") || first.ends_with(',') {
-        return false;
+        let joined = if first.ends_with(',') {
+            is_doc_verb(&second) || matches!(second.as_str(), "and" | "to")
+        } else {
+            // … and the second acts on an object: "Get or set the directory", not "update and
+            // delete statement builders" (a component).
+            let object = words.get(3).map(|w| w.to_lowercase()).unwrap_or_default();
+            is_doc_verb(&third)
+                && matches!(
+                    object.as_str(),
+                    "the" | "a" | "an" | "any" | "all" | "this" | "its" | "each" | "every" | "some"
+                )
+        };
+        return first_verb && joined;
+    }
+    // A callback ("Called when the node is entered") and a prohibition ("Do not display …").
+    let callback = lower == "called"
+        && matches!(second.as_str(), "when" | "with" | "by" | "to" | "before" | "after" | "on" | "for" | "once" | "if");
+    let prohibition = (lower == "do" && second == "not") || lower == "don't";
+    if callback || prohibition {
+        return true;
     }
     let opens_sentence = matches!(lower.as_str(), "a" | "an" | "the" | "this" | "if" | "whether" | "when" | "unless");
     let third_person = |w: &str| w.len() > 3 && w.ends_with('s') && !w.ends_with("ss") && is_doc_verb(w);
@@ -570,11 +617,17 @@ mod tests {
             "reset resets the scalar value range",
             "The default timeout of a request",
             "Identifies an input as being a stream",
+            "Enable or disable the alternate screen",
+            "Converts, and assigns, the comma-separated argument",
+            "Called when the parser leaves the element",
+            "Do not display the argument in the help message",
+            "Begin capturing console output",
         ] {
             assert_eq!(Intent::of(q).shape, Shape::Description, "{q}");
         }
         for q in [
             "delay and withTimeout suspending time functions",
+            "update and delete statement builders",
             "static file serving middleware",
             "how does parsing work",
             "Serialize",
