@@ -46,6 +46,8 @@ pub struct Weights {
     /// Files whose name holds at least this share of a question's words are candidates even
     /// when neither ranking found them.
     pub inject_path: f32,
+    /// Added to the best chunk of the file whose gist (see [`add_gist`]) is nearest a question.
+    pub gist: f32,
 }
 
 impl Default for Weights {
@@ -62,6 +64,7 @@ impl Default for Weights {
             same_file: 0.5,
             inject_path: 0.5,
             free_per_file: 2.0,
+            gist: 2.0,
         }
     }
 }
@@ -495,7 +498,8 @@ impl<'q> Evidence<'q> {
     }
 
     /// Adds the evidence to `ranked` (learned linear scores) and re-sorts it, best first.
-    pub fn adjust(&mut self, snapshot: &Snapshot, ranked: &mut [(usize, f32)]) {
+    /// `vector` is the query's (None in the ranking without vectors): it finds each file's gist.
+    pub fn adjust(&mut self, snapshot: &Snapshot, ranked: &mut [(usize, f32)], vector: Option<&Vector>) {
         let mut w = self.weights;
         // The fusion's scores move with the query; the evidence is measured in the spread of its
         // first page, so "one unit" moves a hit about from tenth place to first.
@@ -537,6 +541,10 @@ impl<'q> Evidence<'q> {
             self.add_coherence(snapshot, ranked, unit, w.coherence * unit);
             ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         }
+        if question && let Some(vector) = vector {
+            add_gist(snapshot, ranked, vector, w.gist * unit);
+            ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        }
     }
 }
 
@@ -568,6 +576,67 @@ impl Evidence<'_> {
             ranked[header_slot.unwrap_or(*best_slot)].1 += weight * share / most;
         }
     }
+}
+
+/// How many of a ranking's first places are read for their files' gists.
+const GIST_DEPTH: usize = 50;
+/// How fast a file's gist gain falls with its distance (in cosine) from the best gist.
+const GIST_TEMPERATURE: f32 = 0.05;
+/// At most this many chunks of one file are read for its gist (evenly spaced): a generated
+/// file of thousands of chunks costs no more than a large hand-written one.
+const GIST_CHUNKS: usize = 1024;
+
+/// A file's gist: the direction of its code that belongs to no definition — imports,
+/// constants, top-level statements (and the line windows of a file without a grammar) — which
+/// says what the file is about better than any one of its functions. A question about a
+/// component ("null-safe string operations") is answered by the file whose gist it matches,
+/// where one lucky function elsewhere may match its words better. Each file among the first
+/// [`GIST_DEPTH`] places has its best chunk there raised by `weight · exp((cos − best) / T)`:
+/// the file whose gist is nearest the query gains `weight`, the others less the further they
+/// are. On semble's tune questions the mean of every chunk of a file (0.821–0.825) and a
+/// file's first chunk alone (0.818) did worse than this (0.829).
+fn add_gist(snapshot: &Snapshot, ranked: &mut [(usize, f32)], query: &Vector, weight: f32) {
+    let mut first_slot: HashMap<&str, usize> = HashMap::new();
+    for (slot, &(index, _)) in ranked.iter().enumerate().take(GIST_DEPTH) {
+        if let Some(chunk) = snapshot.chunk(index) {
+            first_slot.entry(chunk.path).or_insert(slot);
+        }
+    }
+    let cosines: Vec<(usize, f32)> = first_slot
+        .into_iter()
+        .filter_map(|(path, slot)| {
+            let chunks: Vec<ChunkRef<'_>> = snapshot
+                .chunks_of(path)
+                .into_iter()
+                .filter(|c| matches!(c.kind, ChunkKind::Code | ChunkKind::Text))
+                .collect();
+            let step = chunks.len().div_ceil(GIST_CHUNKS).max(1);
+            let gist = mean_direction(chunks.iter().step_by(step).filter_map(|c| snapshot.chunk_vector(c.index)))?;
+            Some((slot, gist.dot(query)))
+        })
+        .collect();
+    for (slot, gain) in gist_gains(&cosines, weight, GIST_TEMPERATURE) {
+        ranked[slot].1 += gain;
+    }
+}
+
+/// The unit direction of the sum of `vectors` (None without any, or when they cancel out).
+fn mean_direction(vectors: impl Iterator<Item = Vector>) -> Option<Vector> {
+    let mut sum: Vec<f32> = Vec::new();
+    for v in vectors {
+        if sum.is_empty() {
+            sum = vec![0.0; v.dim()];
+        }
+        sum.iter_mut().zip(v.as_slice()).for_each(|(s, x)| *s += x);
+    }
+    let gist = Vector::normalized(sum);
+    (gist.dim() > 0 && gist.norm() > 0.0).then_some(gist)
+}
+
+/// Each (slot, cosine) gains `weight · exp((cosine − best) / temperature)`.
+fn gist_gains(cosines: &[(usize, f32)], weight: f32, temperature: f32) -> Vec<(usize, f32)> {
+    let Some(best) = cosines.iter().map(|c| c.1).reduce(f32::max) else { return Vec::new() };
+    cosines.iter().map(|&(slot, cos)| (slot, weight * ((cos - best) / temperature).exp())).collect()
 }
 
 /// The component a file belongs to, and whether the file is its C/C++ header: a header and
@@ -663,6 +732,27 @@ mod tests {
         assert!(files.score("client/cookies/HttpCookies.kt") > 2.0 * files.score("client/HttpClient.kt"));
         assert_eq!(files.score("client/engine/Engine.kt"), 0.0);
         assert_eq!(files.best(0.5, 5).first().map(|f| f.0), Some("client/cookies/HttpCookies.kt"));
+    }
+
+    #[test]
+    fn a_files_gist_is_the_direction_of_its_code_together() {
+        let v = |x: &[f32]| Vector::normalized(x.to_vec());
+        // Imports and constants that each lean towards the query's direction, none on it.
+        let gist = mean_direction([v(&[1.0, 1.0, 0.0]), v(&[1.0, -1.0, 0.0])].into_iter()).unwrap();
+        let query = v(&[1.0, 0.0, 0.0]);
+        assert!((gist.dot(&query) - 1.0).abs() < 1e-6, "{gist:?}");
+        assert!(mean_direction(std::iter::empty()).is_none(), "no code, no gist");
+        assert!(mean_direction([v(&[1.0, 0.0]), v(&[-1.0, 0.0])].into_iter()).is_none(), "cancelled out");
+    }
+
+    #[test]
+    fn the_file_whose_gist_is_nearest_gains_most() {
+        let gains = gist_gains(&[(0, 0.40), (3, 0.55), (7, 0.50)], 2.0, 0.05);
+        let gain = |slot: usize| gains.iter().find(|g| g.0 == slot).unwrap().1;
+        assert!((gain(3) - 2.0).abs() < 1e-6);
+        assert!((gain(7) - 2.0 * (-1.0f32).exp()).abs() < 1e-5, "0.05 below the best: e^-1 of it");
+        assert!(gain(0) < 0.2 && gain(0) > 0.0);
+        assert!(gist_gains(&[], 2.0, 0.05).is_empty());
     }
 
     #[test]

@@ -337,7 +337,7 @@ pub fn search_with(
                 // which add to them), not on the evidence's: each hit's probability comes from
                 // those, in the evidence's order, never above an earlier hit's.
                 let fused: std::collections::HashMap<usize, f32> = ranked.iter().copied().collect();
-                evidence.adjust(snapshot, &mut ranked);
+                evidence.adjust(snapshot, &mut ranked, vector);
                 let adjusted: std::collections::HashMap<usize, f32> = ranked.iter().copied().collect();
                 if let Some(reranker) = reranker {
                     rerank(snapshot, reranker, &query.text, &mut ranked)?;
@@ -451,7 +451,7 @@ fn words_with(
     }
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     ranked.extend(extra.into_iter().map(|c| (c, floor)));
-    evidence.adjust(snapshot, &mut ranked);
+    evidence.adjust(snapshot, &mut ranked, None);
     let (penalty, free) = evidence.same_file_penalty();
     diversify(snapshot, &mut ranked, penalty, free);
     ranked
