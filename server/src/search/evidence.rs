@@ -605,11 +605,12 @@ fn add_gist(snapshot: &Snapshot, ranked: &mut [(usize, f32)], query: &Vector, we
     let cosines: Vec<(usize, f32)> = first_slot
         .into_iter()
         .filter_map(|(path, slot)| {
-            let chunks: Vec<ChunkRef<'_>> = snapshot
-                .chunks_of(path)
-                .into_iter()
-                .filter(|c| matches!(c.kind, ChunkKind::Code | ChunkKind::Text))
-                .collect();
+            let all: Vec<ChunkRef<'_>> =
+                snapshot.chunks_of(path).into_iter().filter(|c| c.kind != ChunkKind::Section).collect();
+            let outside: Vec<ChunkRef<'_>> =
+                all.iter().filter(|c| matches!(c.kind, ChunkKind::Code | ChunkKind::Text)).cloned().collect();
+            // A file of definitions only (one function, one class) is about them.
+            let chunks = if outside.is_empty() { all } else { outside };
             let step = chunks.len().div_ceil(GIST_CHUNKS).max(1);
             let gist = mean_direction(chunks.iter().step_by(step).filter_map(|c| snapshot.chunk_vector(c.index)))?;
             Some((slot, gist.dot(query)))
