@@ -541,7 +541,12 @@ impl<'q> Evidence<'q> {
             self.add_coherence(snapshot, ranked, unit, w.coherence * unit);
             ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         }
-        if question && let Some(vector) = vector {
+        // A task ("how do I …") is answered by a guide as well as by code, and only code has a
+        // gist: there the fusion's order between them stands.
+        if question
+            && !self.intent.task
+            && let Some(vector) = vector
+        {
             add_gist(snapshot, ranked, vector, w.gist * unit);
             ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         }
