@@ -610,14 +610,13 @@ fn add_gist(snapshot: &Snapshot, ranked: &mut [(usize, f32)], query: &Vector, we
     let cosines: Vec<(usize, f32)> = first_slot
         .into_iter()
         .filter_map(|(path, slot)| {
-            let all: Vec<ChunkRef<'_>> =
-                snapshot.chunks_of(path).into_iter().filter(|c| c.kind != ChunkKind::Section).collect();
-            let outside: Vec<ChunkRef<'_>> =
-                all.iter().filter(|c| matches!(c.kind, ChunkKind::Code | ChunkKind::Text)).cloned().collect();
+            let chunks = snapshot.chunks_of(path);
+            let outside = |kind: ChunkKind| matches!(kind, ChunkKind::Code | ChunkKind::Text);
             // A file of definitions only (one function, one class) is about them.
-            let chunks = if outside.is_empty() { all } else { outside };
-            let step = chunks.len().div_ceil(GIST_CHUNKS).max(1);
-            let gist = mean_direction(chunks.iter().step_by(step).filter_map(|c| snapshot.chunk_vector(c.index)))?;
+            let read = if chunks.iter().any(|c| outside(c.kind)) { outside } else { |kind| kind != ChunkKind::Section };
+            let indices: Vec<usize> = chunks.iter().filter(|c| read(c.kind)).map(|c| c.index).collect();
+            let step = indices.len().div_ceil(GIST_CHUNKS).max(1);
+            let gist = mean_direction(indices.iter().step_by(step).filter_map(|&i| snapshot.chunk_vector(i)))?;
             Some((slot, gist.dot(query)))
         })
         .collect();

@@ -408,25 +408,19 @@ fn describes_a_function(text: &str) -> bool {
     let (Some(first), Some(second)) = (words.first(), words.get(1)) else { return false };
     let lower = first.to_lowercase();
     let second = second.to_lowercase();
-    let third = words.get(2).map(|w| w.trim_end_matches(',').to_lowercase()).unwrap_or_default();
     // Two verbs joined ("Enable or disable …", "Build and return …", "Converts, and assigns,
     // …") describe what a function does; a first word followed by "and" otherwise starts a
     // list of names.
-    let first_verb = is_doc_verb(lower.trim_end_matches(','));
     if matches!(second.as_str(), "and" | "or" | "/" | "&") || first.ends_with(',') {
         let joined = if first.ends_with(',') {
             is_doc_verb(&second) || matches!(second.as_str(), "and" | "to")
         } else {
             // … and the second acts on an object: "Get or set the directory", not "update and
             // delete statement builders" (a component).
-            let object = words.get(3).map(|w| w.to_lowercase()).unwrap_or_default();
-            is_doc_verb(&third)
-                && matches!(
-                    object.as_str(),
-                    "the" | "a" | "an" | "any" | "all" | "this" | "its" | "each" | "every" | "some"
-                )
+            let word = |i: usize| words.get(i).map(|w| w.to_lowercase()).unwrap_or_default();
+            is_doc_verb(word(2).trim_end_matches(',')) && is_determiner(&word(3))
         };
-        return first_verb && joined;
+        return is_doc_verb(lower.trim_end_matches(',')) && joined;
     }
     // A callback ("Called when the node is entered") and a prohibition ("Do not display …").
     let callback = lower == "called"
@@ -448,25 +442,13 @@ fn describes_a_function(text: &str) -> bool {
     // A determiner second ("Modify this sequence", "Erase all content"): the first word acts on
     // an object, so it is a verb, even one the list above does not know.
     let acts_on_object = !matches!(lower.as_str(), "how" | "what" | "where" | "why" | "which" | "who" | "when")
-        && matches!(
-            second.as_str(),
-            "the"
-                | "a"
-                | "an"
-                | "this"
-                | "that"
-                | "all"
-                | "each"
-                | "every"
-                | "its"
-                | "their"
-                | "these"
-                | "those"
-                | "some"
-                | "any"
-                | "whether"
-        );
+        && (is_determiner(&second) || matches!(second.as_str(), "that" | "their" | "these" | "those" | "whether"));
     is_doc_verb(&lower) || opens_sentence || third_person(&second) || long_sentence || very_long || acts_on_object
+}
+
+/// `word` (lowercase) opens a verb's object: "the", "a", "all", "each" …
+fn is_determiner(word: &str) -> bool {
+    matches!(word, "the" | "a" | "an" | "any" | "all" | "this" | "its" | "each" | "every" | "some")
 }
 
 /// `word` (lowercase) is one of [`DOC_VERBS`], bare or in its third person (`returns`,
