@@ -42,6 +42,7 @@ import argparse
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import time
@@ -165,18 +166,34 @@ def query_all(binary, root, queries, mode, rerank, where):
     return answers, elapsed
 
 
+# A line that is neither a comment, a preprocessor line nor an import or re-export: code of the
+# file's own.
+NOT_OWN_CODE = re.compile(r"^(#|//|/\*|\*|--|import\b|from\s+\S+\s+import\b|use\b|require\b|export\s+\*|package\b)")
+
+
+def is_shim(text):
+    """A file with no code of its own: includes, imports or re-exports and comments only (a
+    compatibility header that now includes another, an `__init__.py` that re-exports)."""
+    own = [line for line in (raw.strip() for raw in text.splitlines()) if line and not NOT_OWN_CODE.match(line)]
+    return not own
+
+
 def mismatches(checkout, targets):
-    """Targets that do not match the pinned source: file absent, or span past its end."""
+    """Targets that do not match the pinned source: file absent, span past its end, or a whole
+    file that is now a shim. Listed, still scored: the published numbers score them too."""
     out = []
     for path, start, end in targets:
         file = checkout / path
         if not file.is_file():
             out.append(f"{path}: no such file")
             continue
+        text = file.read_text(encoding="utf-8", errors="replace")
         if end is not None:
-            lines = file.read_text(encoding="utf-8", errors="replace").count("\n") + 1
+            lines = text.count("\n") + 1
             if end > lines:
                 out.append(f"{path}:{start}-{end}: the file has {lines} lines")
+        elif is_shim(text):
+            out.append(f"{path}: a shim (no code of its own: includes, imports and comments only)")
     return out
 
 
