@@ -352,7 +352,7 @@ pub fn search_with(
                 if let Some(words) = &words {
                     add_words(&mut ranked, words, words_weight);
                 }
-                let (penalty, free) = evidence.same_file_penalty();
+                let (penalty, free) = evidence.same_file_penalty(evidence::RankedBy::Fusion);
                 diversify(snapshot, &mut ranked, penalty, free);
                 let in_order: Ranking = ranked
                     .iter()
@@ -452,7 +452,7 @@ fn words_with(
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     ranked.extend(extra.into_iter().map(|c| (c, floor)));
     evidence.adjust(snapshot, &mut ranked, None);
-    let (penalty, free) = evidence.same_file_penalty();
+    let (penalty, free) = evidence.same_file_penalty(evidence::RankedBy::Words);
     diversify(snapshot, &mut ranked, penalty, free);
     ranked
 }
