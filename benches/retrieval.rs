@@ -3,7 +3,7 @@
 //! comments blanked (line numbers kept) so the answer cannot be string-matched.
 //!
 //! `bash benches/retrieval/build.sh [--quick]` builds the data; then
-//! `cargo bench --bench retrieval -- [--quick] [--model NAME] [--json OUT] [--check [--floor chunk_r5=X,chunk_mrr=Y,file_r1=Z]] [--no-baseline] [--rerank [--rerank-floor chunk_r5=X,...]]`
+//! `cargo bench --bench retrieval -- [--quick] [--model NAME] [--json OUT] [--check [--floor chunk_r5=X,chunk_mrr=Y,file_r1=Z]] [--no-baseline] [--rerank [--rerank-floor chunk_r5=X,...]] [--questions [--question-floor default=X,words=Y]]`
 //! (`--rerank` adds the `--rerank` search mode as a system; `--rerank-floor` checks it as `--floor`
 //! checks the default)
 //! `cargo bench --bench retrieval -- --header none|symbol|path --chunk-tokens N` evaluates an
@@ -21,7 +21,11 @@
 //! dumped too (`"gold": null`, for `research/training/fit_confidence.py`). `--team URL` (password in
 //! `PGPASSWORD`) also pushes every package to that team index (PostgreSQL + pgvector) as a
 //! repository of its own and asks it each query with `--repo` set to that package: the team
-//! index's ranking beside the local one, on the same queries.
+//! index's ranking beside the local one, on the same queries. `--questions` also asks each
+//! package the natural questions `benches/retrieval/questions.json` holds for it (a component,
+//! how a part works, a symbol by name, each answered by files: issue 52) and reports their
+//! NDCG@10 as semble scores its benchmark, for the default search and for the words alone (the
+//! first answer before any vector); `--question-floor default=X,words=Y` checks them with `--check`.
 //!
 //! Systems, all in one run on the same queries: raggrep hybrid (several fusions), dense and
 //! lexical, and the naive baseline of design seeds 000/004 (fixed 40-line windows, dense-only
@@ -60,6 +64,63 @@ struct Gold {
     #[serde(default)]
     split: Option<String>,
 }
+
+/// A natural question about one package (`benches/retrieval/questions.json`): its answer is
+/// files of that package's corpus.
+#[derive(Deserialize)]
+struct Question {
+    package: String,
+    category: String,
+    query: String,
+    targets: Vec<String>,
+}
+
+fn load_questions() -> Vec<Question> {
+    #[derive(Deserialize)]
+    struct File {
+        questions: Vec<Question>,
+    }
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/retrieval/questions.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str::<File>(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display())).questions
+}
+
+/// NDCG@10 of hits (their paths, best first) against file targets, as semble scores its
+/// benchmark: a target counts at the first of the ten hits in its file, and the ideal ranking
+/// puts every target (at most ten) first.
+fn question_ndcg(paths: &[String], targets: &[String]) -> f64 {
+    let ranks: std::collections::BTreeSet<usize> =
+        targets.iter().filter_map(|t| paths.iter().take(10).position(|p| p == t)).collect();
+    let gain = |rank: usize| 1.0 / ((rank + 2) as f64).log2();
+    let ideal: f64 = (0..targets.len().min(10)).map(gain).sum();
+    ranks.into_iter().map(gain).sum::<f64>() / ideal
+}
+
+/// NDCG@10 sums per (system, category) of the natural questions.
+#[derive(Default)]
+struct QuestionScores {
+    sums: BTreeMap<(String, String), (f64, usize)>,
+}
+
+impl QuestionScores {
+    fn add(&mut self, system: &str, category: &str, ndcg: f64) {
+        for scope in [category, "all"] {
+            let entry = self.sums.entry((system.to_string(), scope.to_string())).or_default();
+            entry.0 += ndcg;
+            entry.1 += 1;
+        }
+    }
+
+    fn mean(&self, system: &str, scope: &str) -> Option<(f64, usize)> {
+        self.sums.get(&(system.to_string(), scope.to_string())).map(|&(sum, n)| (sum / n as f64, n))
+    }
+}
+
+/// The natural questions' systems: the default search, and the words alone.
+const QUESTION_SYSTEMS: [(&str, &str, Mode); 2] = [
+    ("default", "raggrep hybrid (default)", Mode::Hybrid),
+    ("words", "raggrep lexical (the first answer)", Mode::Lexical),
+];
 
 /// A query's hybrid candidates with the learned fusion's features, as `--dump-features` writes
 /// them: `[path, start line, end line, features]`.
@@ -399,6 +460,8 @@ fn main() {
         let packages: Vec<&str> = packages.iter().filter_map(|p| p.as_str()).collect();
         golds.retain(|g| packages.contains(&g.package.as_str()));
     }
+    let questions = if args.iter().any(|a| a == "--questions") { load_questions() } else { Vec::new() };
+    let mut question_scores = QuestionScores::default();
     let assets = Assets::locate(model.as_deref(), None).expect("assets: run scripts/bootstrap.sh");
     let embedder = OnnxEmbedder::load(assets.clone(), EmbedOptions::default()).unwrap();
     // The same document model with queries embedded by the document model itself: the "before"
@@ -587,6 +650,15 @@ fn main() {
                 scores[s].entry("all".into()).or_default().add(gold, &ranked);
             }
         }
+        for question in questions.iter().filter(|q| &q.package == package) {
+            let vector = embedder.embed_query(&question.query).unwrap();
+            for (system, _, mode) in QUESTION_SYSTEMS {
+                let query = Query { k: 10, mode, ..Query::new(question.query.clone()) };
+                let results = search_with(&snapshot, Some(&vector), None, &query, None, Instant::now()).unwrap();
+                let paths: Vec<String> = results.results.into_iter().map(|h| h.path).collect();
+                question_scores.add(system, &question.category, question_ndcg(&paths, &question.targets));
+            }
+        }
         if foreign {
             // Queries whose answer is in another package: this index holds no labelled answer
             // for them (negatives for the confidence, and for research/training/fit_confidence.py).
@@ -637,6 +709,21 @@ fn main() {
                 x.pct(x.chunk[2]),
                 x.chunk_mrr / x.n.max(1) as f64
             );
+        }
+        println!();
+    }
+    if !questions.is_empty() {
+        let scopes = ["all", "architecture", "semantic", "symbol"];
+        let n = question_scores.mean("default", "all").map_or(0, |m| m.1);
+        println!("**Natural questions** ({n} questions, NDCG@10 as semble scores its benchmark)\n");
+        println!("| system | all | architecture | semantic | symbol |");
+        println!("|---|---:|---:|---:|---:|");
+        for (system, name, _) in QUESTION_SYSTEMS {
+            let cells: Vec<String> = scopes
+                .iter()
+                .map(|scope| question_scores.mean(system, scope).map_or("".into(), |(m, n)| format!("{m:.3} ({n})")))
+                .collect();
+            println!("| {name} | {} |", cells.join(" | "));
         }
         println!();
     }
@@ -712,6 +799,21 @@ fn main() {
                 };
                 assert!(value >= min, "the default search's confidence regressed: {name} {value:.3} < floor {min}");
                 eprintln!("--confidence-floor {name}: {value:.3} >= {min}");
+            }
+        }
+        // `--question-floor default=X,words=Y` (with `--questions`): the natural questions'
+        // NDCG@10 over all of them, per system.
+        if let Some(list) = arg("--question-floor") {
+            assert!(!questions.is_empty(), "--question-floor needs --questions");
+            for floor in list.split(',') {
+                let (name, min) = floor.split_once('=').expect("--question-floor name=value,...");
+                let min: f64 = min.parse().expect("--question-floor value is a number");
+                let Some((_, label, _)) = QUESTION_SYSTEMS.iter().find(|s| s.0 == name) else {
+                    panic!("--question-floor knows default, words, not {name}")
+                };
+                let (value, n) = question_scores.mean(name, "all").expect("no natural question was asked");
+                assert!(value >= min, "{label} regressed on the natural questions: NDCG@10 {value:.3} < floor {min}");
+                eprintln!("--question-floor {name}: {value:.3} over {n} >= {min}");
             }
         }
         eprintln!("check: ok");
