@@ -18,6 +18,7 @@ pub use git::{Commit, FileChange, Status};
 
 use crate::embed::Embedder;
 use crate::index::{IndexLocation, code_terms, create_private_dir, write_atomic};
+use crate::search::sort_best_first;
 
 /// Why the history cannot be read or searched, in one line.
 #[derive(Debug, thiserror::Error)]
@@ -289,7 +290,7 @@ impl History {
         let mut scored = fuse(&lexical, &dense);
         scored.retain(|&(i, _)| self.commits.get(i).is_some_and(keep));
         // Best first; equal scores newest first (commits are stored newest first).
-        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        sort_best_first(&mut scored);
         Ok(scored
             .into_iter()
             .take(query.k)
@@ -333,7 +334,7 @@ fn fuse(lexical: &[(usize, f32)], dense: &[f32]) -> Vec<(usize, f32)> {
 
 fn top(items: impl Iterator<Item = (usize, f32)>, n: usize) -> Vec<(usize, f32)> {
     let mut all: Vec<(usize, f32)> = items.filter(|(_, s)| s.is_finite()).collect();
-    all.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    sort_best_first(&mut all);
     all.truncate(n);
     all
 }

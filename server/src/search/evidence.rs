@@ -9,6 +9,7 @@
 //! registered") or a symbol by name ("APIRouter"), and there the file and the definition are
 //! the answer.
 
+use super::sort_best_first;
 use std::collections::{HashMap, HashSet};
 
 use super::intent::{Intent, Shape, last_segment, normal_qualified, same_word, squashed};
@@ -550,10 +551,10 @@ impl<'q> Evidence<'q> {
                 *score += if prose_ok { w.prose } else { -w.prose };
             }
         }
-        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        sort_best_first(ranked);
         if w.coherence > 0.0 && self.intent.shape != Shape::Description {
             self.add_coherence(snapshot, ranked, unit, w.coherence * unit);
-            ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            sort_best_first(ranked);
         }
         // A task ("how do I …") is answered by a guide as well as by code, and only code has a
         // gist: there the fusion's order between them stands.
@@ -562,7 +563,7 @@ impl<'q> Evidence<'q> {
             && let Some(vector) = vector
         {
             add_gist(snapshot, ranked, vector, w.gist * unit);
-            ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            sort_best_first(ranked);
         }
     }
 }

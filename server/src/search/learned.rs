@@ -16,6 +16,7 @@
 //! * a prior against tests, examples, benchmarks, mocks and fixtures, unless the query asks for
 //!   them: they repeat the names and words of the code they exercise.
 
+use super::sort_best_first;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -347,7 +348,7 @@ pub fn rank(candidates: &[Candidate], weights: &Weights) -> Vec<(usize, f32)> {
 /// Ranks the candidates by the learned linear score (not squashed), best first.
 pub fn rank_linear(candidates: &[Candidate], weights: &Weights) -> Vec<(usize, f32)> {
     let mut ranked: Vec<(usize, f32)> = candidates.iter().map(|c| (c.chunk, weights.linear(&c.features))).collect();
-    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    sort_best_first(&mut ranked);
     ranked
 }
 

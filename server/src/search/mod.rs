@@ -449,7 +449,7 @@ fn words_with(
             *score *= path_prior(chunk.path, tests_ok);
         }
     }
-    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    sort_best_first(&mut ranked);
     ranked.extend(extra.into_iter().map(|c| (c, floor)));
     evidence.adjust(snapshot, &mut ranked, None);
     let (penalty, free) = evidence.same_file_penalty(evidence::RankedBy::Words);
@@ -542,7 +542,7 @@ fn rerank(snapshot: &Snapshot, reranker: &dyn Reranker, query: &str, ranked: &mu
     for ((_, score), extra) in ranked[..n].iter_mut().zip(scores) {
         *score += weight * extra;
     }
-    ranked[..n].sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    sort_best_first(&mut ranked[..n]);
     if let (Some(&(_, floor)), Some(&(_, next))) = (ranked.get(n - 1), ranked.get(n)) {
         let shift = (next - floor).max(0.0) + 1e-3;
         ranked[n..].iter_mut().for_each(|r| r.1 -= shift);
@@ -660,7 +660,7 @@ fn add_words(ranked: &mut Ranking, words: &[(usize, f32)], weight: f32) {
         *scores.entry(chunk).or_insert(floor) += weight * fused_spread * above;
     }
     *ranked = scores.into_iter().collect();
-    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    sort_best_first(ranked);
 }
 
 /// The dense and lexical rankings a query fuses (candidates for `k` results), and why the
@@ -755,6 +755,12 @@ fn diversify(snapshot: &Snapshot, ranked: &mut Ranking, penalty: f32, free: f32)
     *ranked = out;
 }
 
+/// Sorts scored items best first, equal scores in the order of their ids (chunk or commit
+/// indices): the same query over the same index ranks the same way every time.
+pub fn sort_best_first<T: Ord>(ranked: &mut [(T, f32)]) {
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+}
+
 /// Fuses two rankings (best first) into one.
 pub fn fuse(dense: &[(usize, f32)], lexical: &[(usize, f32)], fusion: Fusion) -> Vec<(usize, f32)> {
     let mut scores: std::collections::HashMap<usize, f32> = std::collections::HashMap::new();
@@ -785,7 +791,7 @@ pub fn fuse(dense: &[(usize, f32)], lexical: &[(usize, f32)], fusion: Fusion) ->
         }
     }
     let mut fused: Vec<(usize, f32)> = scores.into_iter().collect();
-    fused.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    sort_best_first(&mut fused);
     fused
 }
 

@@ -16,7 +16,7 @@ use super::{TeamError, TeamUrl};
 use crate::chunk::ChunkKind;
 use crate::embed::Embedder;
 use crate::lang::Language;
-use crate::search::{Mode, learned};
+use crate::search::{Mode, learned, sort_best_first};
 
 /// A search of the team index.
 #[derive(Debug, Clone)]
@@ -123,7 +123,7 @@ pub fn search(
             let cosine = row.cosine;
             dense.push((add(row, &mut rows), cosine));
         }
-        dense.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        sort_best_first(&mut dense);
     }
     let mut lexical: Vec<(usize, f32)> = Vec::new();
     if query.mode != Mode::Dense && !terms.is_empty() {
