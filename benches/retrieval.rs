@@ -712,9 +712,12 @@ fn main() {
         }
         println!();
     }
-    if !questions.is_empty() {
+    let asked = question_scores.mean("default", "all").map_or(0, |m| m.1);
+    if !questions.is_empty() && asked == 0 {
+        println!("**Natural questions**: none belongs to these packages\n");
+    } else if !questions.is_empty() {
         let scopes = ["all", "architecture", "semantic", "symbol"];
-        let n = question_scores.mean("default", "all").map_or(0, |m| m.1);
+        let n = asked;
         println!("**Natural questions** ({n} questions, NDCG@10 as semble scores its benchmark)\n");
         println!("| system | all | architecture | semantic | symbol |");
         println!("|---|---:|---:|---:|---:|");

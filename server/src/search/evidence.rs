@@ -9,10 +9,10 @@
 //! registered") or a symbol by name ("APIRouter"), and there the file and the definition are
 //! the answer.
 
-use super::sort_best_first;
 use std::collections::{HashMap, HashSet};
 
 use super::intent::{Intent, Shape, last_segment, normal_qualified, same_word, squashed};
+use super::sort_best_first;
 use crate::chunk::ChunkKind;
 use crate::embed::Vector;
 use crate::index::{ChunkRef, Snapshot, code_tokens};

@@ -16,12 +16,12 @@
 //! * a prior against tests, examples, benchmarks, mocks and fixtures, unless the query asks for
 //!   them: they repeat the names and words of the code they exercise.
 
-use super::sort_best_first;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use serde::Deserialize;
 
+use super::sort_best_first;
 use crate::chunk::ChunkKind;
 use crate::embed::Vector;
 use crate::index::{Snapshot, code_tokens};
