@@ -122,6 +122,16 @@ const QUESTION_SYSTEMS: [(&str, &str, Mode); 2] = [
     ("words", "raggrep lexical (the first answer)", Mode::Lexical),
 ];
 
+/// A floor flag's value (`name=value,...`), as (name, minimum) pairs.
+fn parse_floors<'a>(flag: &str, list: &'a str) -> Vec<(&'a str, f64)> {
+    list.split(',')
+        .map(|floor| {
+            let (name, min) = floor.split_once('=').unwrap_or_else(|| panic!("{flag} name=value,..."));
+            (name, min.parse().unwrap_or_else(|_| panic!("{flag} value is a number")))
+        })
+        .collect()
+}
+
 /// A query's hybrid candidates with the learned fusion's features, as `--dump-features` writes
 /// them: `[path, start line, end line, features]`.
 fn dumped_candidates(snapshot: &Snapshot, vector: &Vector, text: &str) -> Vec<serde_json::Value> {
@@ -717,8 +727,7 @@ fn main() {
         println!("**Natural questions**: none belongs to these packages\n");
     } else if !questions.is_empty() {
         let scopes = ["all", "architecture", "semantic", "symbol"];
-        let n = asked;
-        println!("**Natural questions** ({n} questions, NDCG@10 as semble scores its benchmark)\n");
+        println!("**Natural questions** ({asked} questions, NDCG@10 as semble scores its benchmark)\n");
         println!("| system | all | architecture | semantic | symbol |");
         println!("|---|---:|---:|---:|---:|");
         for (system, name, _) in QUESTION_SYSTEMS {
@@ -774,9 +783,7 @@ fn main() {
             let Some(list) = arg(flag) else { continue };
             let system = system.unwrap_or_else(|| panic!("{flag} needs --rerank"));
             let x = &scores[system]["all"];
-            for floor in list.split(',') {
-                let (name, min) = floor.split_once('=').expect("--floor name=value,...");
-                let min: f64 = min.parse().expect("--floor value is a number");
+            for (name, min) in parse_floors(flag, &list) {
                 let value = match name {
                     "chunk_r5" => x.chunk[1] / x.n as f64,
                     "chunk_mrr" => x.chunk_mrr / x.n as f64,
@@ -791,9 +798,7 @@ fn main() {
         // confidence still tells answers from non-answers.
         if let Some(list) = arg("--confidence-floor") {
             assert!(foreign, "--confidence-floor needs --foreign");
-            for floor in list.split(',') {
-                let (name, min) = floor.split_once('=').expect("--confidence-floor name=value,...");
-                let min: f64 = min.parse().expect("--confidence-floor value is a number");
+            for (name, min) in parse_floors("--confidence-floor", &list) {
                 let value = match name {
                     "auc" => confidence_stats.auc(),
                     "foreign_flagged" => confidence_stats.foreign_flagged(),
@@ -808,9 +813,7 @@ fn main() {
         // NDCG@10 over all of them, per system.
         if let Some(list) = arg("--question-floor") {
             assert!(!questions.is_empty(), "--question-floor needs --questions");
-            for floor in list.split(',') {
-                let (name, min) = floor.split_once('=').expect("--question-floor name=value,...");
-                let min: f64 = min.parse().expect("--question-floor value is a number");
+            for (name, min) in parse_floors("--question-floor", &list) {
                 let Some((_, label, _)) = QUESTION_SYSTEMS.iter().find(|s| s.0 == name) else {
                     panic!("--question-floor knows default, words, not {name}")
                 };
