@@ -55,19 +55,28 @@ def home() -> str:
     return os.environ.get("RAGGREP_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "raggrep")
 
 
-def python_doc(text: str) -> tuple[str, int, int] | None:
-    """The module docstring and its lines (1-based, inclusive)."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return None
-    if not tree.body:
-        return None
-    first = tree.body[0]
+def docstring(body: list[ast.stmt]) -> tuple[str, int, int] | None:
+    """The docstring opening `body` (a module's or a class's) and its lines (1-based, inclusive)."""
+    first = body[0] if body else None
     if not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
             and isinstance(first.value.value, str)):
         return None
     return first.value.value, first.lineno, first.end_lineno or first.lineno
+
+
+def python_docs(text: str) -> tuple[tuple[str, int, int] | None, list[tuple[str, int, int, int, int]]]:
+    """The module docstring, and each documented top-level class: (docstring, its first and last
+    line, the class's first and last line)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None, []
+    types = []
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and (doc := docstring(node.body)):
+            start = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            types.append((*doc, start, node.end_lineno or node.lineno))
+    return docstring(tree.body), types
 
 
 def rust_doc(lines: list[str]) -> tuple[str, int, int] | None:
@@ -101,22 +110,6 @@ def go_doc(lines: list[str]) -> tuple[str, int, int] | None:
     return None
 
 
-def module_doc(rel: str, text: str) -> tuple[str, int, int] | None:
-    """The file's module documentation, for files build.py would take queries from (no tests,
-    examples, docs, benches, vendored or generated code)."""
-    language = B.source_language(rel)
-    if language is None or B.is_generated(text.encode("utf-8")):
-        return None
-    lines = text.split("\n")
-    if language == "python":
-        return python_doc(text)
-    if language == "rust":
-        return rust_doc(lines)
-    if language == "go":
-        return go_doc(lines)
-    return None
-
-
 RUST_ITEM = re.compile(r"^(pub(\([^)]*\))?\s+)?(struct|enum|trait|union)\s+\w+")
 GO_TYPE = re.compile(r"^type\s+(\w+)\s+(struct|interface)\b")
 
@@ -139,25 +132,6 @@ def braced_end(lines: list[str], start: int) -> int:
     return len(lines)
 
 
-def python_type_docs(text: str) -> list[tuple[str, int, int, int, int]]:
-    """Top-level classes: (docstring, its first and last line, the class's first and last line)."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return []
-    out = []
-    for node in tree.body:
-        if not isinstance(node, ast.ClassDef) or not node.body:
-            continue
-        first = node.body[0]
-        if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-                and isinstance(first.value.value, str)):
-            start = min([node.lineno] + [d.lineno for d in node.decorator_list])
-            out.append((first.value.value, first.lineno, first.end_lineno or first.lineno, start,
-                        node.end_lineno or node.lineno))
-    return out
-
-
 def comment_type_docs(lines: list[str], item: re.Pattern, marker: str) -> list[tuple[str, int, int, int, int]]:
     """Top-level Rust items or Go types with a line-comment doc right above (attributes between
     allowed in Rust): (doc, its first and last line, the item's first and last line)."""
@@ -178,20 +152,25 @@ def comment_type_docs(lines: list[str], item: re.Pattern, marker: str) -> list[t
     return out
 
 
-def type_docs(rel: str, text: str) -> list[tuple[str, int, int, int, int]]:
-    """Documented top-level classes (Python), structs, enums, traits and unions (Rust) and
-    struct and interface types (Go), in files build.py takes queries from."""
+def documentation(rel: str, text: str, lines: list[str]) -> list[tuple[str, int, int, int, int, str]]:
+    """What a file documents, in files build.py takes queries from (no tests, examples, docs,
+    benches, vendored or generated code): (doc, its first and last line, the answer's first and
+    last line, kind). The module's documentation is answered by the whole file; a documented
+    top-level class (Python), struct, enum, trait or union (Rust), struct or interface type (Go)
+    by the type."""
     language = B.source_language(rel)
     if language is None or B.is_generated(text.encode("utf-8")):
         return []
-    lines = text.split("\n")
     if language == "python":
-        return python_type_docs(text)
-    if language == "rust":
-        return comment_type_docs(lines, RUST_ITEM, "///")
-    if language == "go":
-        return comment_type_docs(lines, GO_TYPE, "//")
-    return []
+        module, types = python_docs(text)
+    elif language == "rust":
+        module, types = rust_doc(lines), comment_type_docs(lines, RUST_ITEM, "///")
+    elif language == "go":
+        module, types = go_doc(lines), comment_type_docs(lines, GO_TYPE, "//")
+    else:
+        return []
+    found = [(*module, 1, len(lines), "module")] if module else []
+    return found + [(*t, "type") for t in types]
 
 
 def question_of(doc: str) -> str | None:
@@ -208,7 +187,7 @@ def main() -> None:
     rows = [json.loads(line) for line in open(os.path.join(args.data, "queries.jsonl")) if line.strip()]
     split = {r["package"]: r.get("split") for r in rows}
     language = {r["package"]: r["language"] for r in rows}
-    benchmark = {B.norm(q) for q in BP.benchmark_queries()}
+    benchmark = BP.benchmark_queries()  # normalised by B.norm
     stage = args.out + ".staging"
     shutil.rmtree(stage, ignore_errors=True)
     shutil.copytree(os.path.join(args.data, "packages"), os.path.join(stage, "packages"), symlinks=True)
@@ -223,19 +202,13 @@ def main() -> None:
             except (UnicodeDecodeError, OSError):
                 continue
             lines = text.split("\n")
-            # (doc, its lines, the answer's lines, kind): the module's doc answered by the whole
-            # file, a type's by the type.
-            found = []
-            module = module_doc(rel, text)
-            if module:
-                found.append((module[0], module[1], module[2], 1, len(lines), "module"))
-            found += [(d, a, b, s0, e0, "type") for d, a, b, s0, e0 in type_docs(rel, text)]
             blank = []
-            for doc, start, end, answer_start, answer_end, kind in found:
+            for doc, start, end, answer_start, answer_end, kind in documentation(rel, text, lines):
                 query = question_of(doc)
-                if not query or B.norm(query) in benchmark or B.norm(query) in seen:
+                key = B.norm(query) if query else None
+                if not key or key in benchmark or key in seen:
                     continue
-                seen.add(B.norm(query))
+                seen.add(key)
                 blank.append((start, end))
                 questions.append({"id": f"{package}:{rel}:{answer_start}:{kind}", "package": package,
                                   "language": language[package], "query": query, "path": rel,
