@@ -4,11 +4,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
-venv="${RAGGREP_HOME:-$HOME/.cache/raggrep}/tools/bench-venv"
-if [[ ! -x "$venv/bin/python" ]]; then
-  echo "build_chunk_pool.sh: $venv missing; run benches/retrieval/build.sh first" >&2
-  exit 1
-fi
+source "$here/bench_venv.sh" build_chunk_pool.sh
 if [[ -z "${RAGGREP_BIN:-}" ]]; then
   (cd "$repo" && cargo build --release --locked --quiet)
 fi

@@ -3,9 +3,5 @@
 # Usage: research/training/build_fusion_data.sh [--force] [--survey]
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-venv="${RAGGREP_HOME:-$HOME/.cache/raggrep}/tools/bench-venv"
-if [[ ! -x "$venv/bin/python" ]]; then
-  echo "build_fusion_data.sh: $venv missing; run benches/retrieval/build.sh first" >&2
-  exit 1
-fi
+source "$here/bench_venv.sh" build_fusion_data.sh
 exec nice -n 19 "$venv/bin/python" "$here/build_fusion_data.py" "$@"

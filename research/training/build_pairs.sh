@@ -2,11 +2,7 @@
 # Runs build_pairs.py in the benchmark's pinned tree-sitter venv (made by benches/retrieval/build.sh).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-venv="${RAGGREP_HOME:-$HOME/.cache/raggrep}/tools/bench-venv"
-if [[ ! -x "$venv/bin/python" ]]; then
-  echo "build_pairs.sh: $venv missing; run benches/retrieval/build.sh first" >&2
-  exit 1
-fi
+source "$here/bench_venv.sh" build_pairs.sh
 # Pinned crates missing from the cargo cache are fetched through cargo first: a crate the script
 # has to skip would change the package list, and with it the seeded split of every learned part.
 # One throwaway project per crate, so the pins never have to resolve together.

@@ -4,9 +4,5 @@
 # Usage: research/training/build_question_data.sh [--data DIR] [--out DIR]
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-venv="${RAGGREP_HOME:-$HOME/.cache/raggrep}/tools/bench-venv"
-if [[ ! -x "$venv/bin/python" ]]; then
-  echo "build_question_data.sh: $venv missing; run benches/retrieval/build.sh first" >&2
-  exit 1
-fi
+source "$here/bench_venv.sh" build_question_data.sh
 exec nice -n 19 "$venv/bin/python" "$here/build_question_data.py" "$@"
