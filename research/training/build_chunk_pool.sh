@@ -4,7 +4,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
-source "$here/bench_venv.sh" build_chunk_pool.sh
+source "$here/bench_venv.sh"
 if [[ -z "${RAGGREP_BIN:-}" ]]; then
   (cd "$repo" && cargo build --release --locked --quiet)
 fi

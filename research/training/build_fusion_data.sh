@@ -3,5 +3,5 @@
 # Usage: research/training/build_fusion_data.sh [--force] [--survey]
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-source "$here/bench_venv.sh" build_fusion_data.sh
+source "$here/bench_venv.sh"
 exec nice -n 19 "$venv/bin/python" "$here/build_fusion_data.py" "$@"

@@ -2,7 +2,7 @@
 # Runs build_pairs.py in the benchmark's pinned tree-sitter venv (made by benches/retrieval/build.sh).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-source "$here/bench_venv.sh" build_pairs.sh
+source "$here/bench_venv.sh"
 # Pinned crates missing from the cargo cache are fetched through cargo first: a crate the script
 # has to skip would change the package list, and with it the seeded split of every learned part.
 # One throwaway project per crate, so the pins never have to resolve together.

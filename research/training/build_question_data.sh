@@ -4,5 +4,5 @@
 # Usage: research/training/build_question_data.sh [--data DIR] [--out DIR]
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-source "$here/bench_venv.sh" build_question_data.sh
+source "$here/bench_venv.sh"
 exec nice -n 19 "$venv/bin/python" "$here/build_question_data.py" "$@"
