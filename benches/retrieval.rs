@@ -416,7 +416,10 @@ fn main() {
     }
     // --static-tier: chunks embedded by the static table only (the first tier before the
     // transformer pass), searched with the model's query vectors.
-    let static_tier = args.iter().any(|a| a == "--static-tier");
+    // --static-rows PATH: a trained table (research/training/fit_static_tier.sh) instead of the
+    // distilled one; its file name is part of the indexes' name, so two tables never share them.
+    let static_rows = arg("--static-rows").map(PathBuf::from);
+    let static_tier = args.iter().any(|a| a == "--static-tier") || static_rows.is_some();
     if static_tier {
         // Static vectors must never reach the machine-wide cache under the model's id.
         options.shared_cache = None;
@@ -430,7 +433,11 @@ fn main() {
         "h-{:?}-t{}{}{}",
         options.chunk.header,
         options.chunk.max_tokens,
-        if static_tier { "-static" } else { "" },
+        match (&static_rows, static_tier) {
+            (Some(path), _) => format!("-static-{}", path.file_stem().map(|s| s.to_string_lossy()).unwrap_or_default()),
+            (None, true) => "-static".to_string(),
+            (None, false) => String::new(),
+        },
         options.vectors.map(|v| format!("-{}", v.name())).unwrap_or_default()
     )
     .to_lowercase();
@@ -481,8 +488,14 @@ fn main() {
             .unwrap();
     let table = static_tier.then(|| {
         let t = Instant::now();
-        let path = static_tier::StaticTable::path(&bench_dir(), embedder.info());
-        let table = static_tier::StaticTable::load_or_distill(&path, &embedder, &mut |_, _| {}).unwrap();
+        let (path, table) = match &static_rows {
+            Some(path) => (path.clone(), static_tier::StaticTable::from_rows(path, &embedder).unwrap()),
+            None => {
+                let path = static_tier::StaticTable::path(&bench_dir(), embedder.info());
+                let table = static_tier::StaticTable::load_or_distill(&path, &embedder, &mut |_, _| {}).unwrap();
+                (path, table)
+            }
+        };
         eprintln!("static table ready in {:.1}s ({})", t.elapsed().as_secs_f64(), path.display());
         table
     });

@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""A static first tier trained to the code model's chunk vectors (issue 54, model2vec's tokenlearn step).
+
+Usage:  research/training/fit_static_tier.sh embed
+        research/training/fit_static_tier.sh fit --out ROWS.f32 [--epochs N] [--lr X] [--l2 X]
+        (the measured run, 2026-11-30: RAGGREP_TRAIN_THREADS=2 for embed, then fit --epochs 8 --out …;
+        then `cargo bench --bench retrieval -- --split tune --no-baseline --static-rows ROWS.f32`)
+
+Why: a chunk's vector from a table of token vectors costs microseconds where the code model
+costs ~30 ms, so every chunk of a fresh repository could have a vector at once. Distilled
+without training (each token alone through the model) the table added nothing over the words
+(BENCHMARKS.md, "Not a lever yet: a static tier distilled without training"): a token's vector
+in context is not its vector alone.
+
+What: the chunk pool (build_chunk_pool.sh: raggrep's own chunks of the training packages, doc
+comments blanked) embedded by the shipped code model (embed.py's recipe, cached), then a table
+E (vocabulary x 384) fitted so that normalise(sum of E[t] over a chunk's tokens) has the largest
+cosine with the chunk's code-model vector (Adam on the cosine, lazy rows, an L2 pull toward the
+start). The start is the distilled table the retrieval bench keeps (bench/static/<model>.table),
+each row times ln(id + 1), the weight the bench's static tier gives it; tokens no chunk of the
+pool has keep that start. Packages are split by a seeded draw (validation ~20 %); the fit stops
+at its best validation cosine.
+
+Output: --out, the rows as little-endian f32 (vocabulary x dim), each divided by ln(id + 1) so
+the bench's `StaticTable::embed` (which multiplies by that weight) sums exactly the fitted rows;
+a JSON record beside it (--out + .json) with the fidelity per epoch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import embed as EM  # noqa: E402
+
+MODEL = "all-minilm-l6-v2-code2-int8"
+SEED = 16
+MAGIC = b"RGSTAT\0\x01"
+
+
+def pool_rows() -> list[dict]:
+    path = os.path.join(EM.training_dir(), "chunkpool.jsonl")
+    if not os.path.exists(path):
+        sys.exit(f"{path} missing: run research/training/build_chunk_pool.sh first")
+    with open(path) as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def start_table(vocab: int, dim: int) -> np.ndarray:
+    path = os.path.join(EM.raggrep_home(), "bench", "static", f"{MODEL}.table")
+    if not os.path.exists(path):
+        sys.exit(f"{path} missing: run the retrieval bench with --static-tier once (it distills the table)")
+    raw = open(path, "rb").read()
+    if raw[:8] != MAGIC:
+        sys.exit(f"{path}: not a static table")
+    d, v = np.frombuffer(raw[8:16], dtype="<u4")
+    if (int(d), int(v)) != (dim, vocab):
+        sys.exit(f"{path}: {v}x{d}, the tokenizer has {vocab}x{dim}")
+    rows = np.frombuffer(raw[16:16 + vocab * dim * 4], dtype="<f4").reshape(vocab, dim).copy()
+    return rows * np.log(np.arange(vocab, dtype=np.float32) + 1.0)[:, None]
+
+
+def token_ids(texts: list[str]) -> tuple[list[np.ndarray], int]:
+    """Each text's token ids as the model reads them (truncated, special tokens dropped), and
+    the vocabulary's size."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(os.path.join(EM.raggrep_home(), "models", MODEL, "tokenizer.json"))
+    tok.enable_truncation(EM.MAX_TOKENS)
+    tok.no_padding()
+    out = []
+    for enc in tok.encode_batch(texts):
+        ids = np.array(enc.ids, dtype=np.int64)
+        keep = np.array(enc.special_tokens_mask) == 0
+        out.append(ids[keep])
+    return out, tok.get_vocab_size(True)
+
+
+def student(E: np.ndarray, flat: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Unnormalised static vectors: per text (its tokens concatenated in `flat`, each text's
+    first at `starts`), the sum of its tokens' rows."""
+    return np.add.reduceat(E[flat], starts, axis=0)
+
+
+def fidelity(E, ids, Y) -> float:
+    """Mean cosine between the static vectors of `ids` and the code model's `Y`."""
+    cos = []
+    for b in range(0, len(ids), 1024):
+        part = ids[b:b + 1024]
+        lens = np.array([len(p) for p in part])
+        flat = np.concatenate(part)
+        starts = np.concatenate([[0], np.cumsum(lens)[:-1]])
+        s = student(E, flat, starts)
+        s /= np.maximum(np.linalg.norm(s, axis=1, keepdims=True), 1e-12)
+        cos.append((s * Y[b:b + 1024]).sum(1))
+    return float(np.concatenate(cos).mean())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("step", choices=["embed", "fit"])
+    ap.add_argument("--out")
+    ap.add_argument("--epochs", type=int, default=12)
+    ap.add_argument("--lr", type=float, default=0.01)
+    ap.add_argument("--l2", type=float, default=0.0)
+    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--val-frac", type=float, default=0.2)
+    ap.add_argument("--cached-only", action="store_true", help="fit on the chunks already embedded")
+    args = ap.parse_args()
+
+    rows = [r for r in pool_rows() if len(r["text"].strip()) > 0]
+    emb = EM.Embedder(MODEL)
+    if args.cached_only:
+        rows = [r for r in rows if hashlib.sha256(r["text"].encode()).hexdigest() in emb.index]
+    texts = [r["text"] for r in rows]
+    Y = emb.embed(texts, "chunk pool")
+    if args.step == "embed":
+        print(f"{len(texts)} chunk texts embedded by {MODEL}")
+        return
+    if not args.out:
+        sys.exit("fit needs --out")
+
+    packages = sorted({r["package"] for r in rows})
+    rng = random.Random(SEED)
+    val_packages = set(rng.sample(packages, max(1, round(len(packages) * args.val_frac))))
+    ids, vocab = token_ids(texts)
+    keep = [i for i, t in enumerate(ids) if len(t) > 0]
+    train = [i for i in keep if rows[i]["package"] not in val_packages]
+    val = [i for i in keep if rows[i]["package"] in val_packages]
+    dim = Y.shape[1]
+    E0 = start_table(vocab, dim).astype(np.float32)
+    E = E0.copy()
+    m = np.zeros_like(E)
+    v = np.zeros_like(E)
+    steps = np.zeros(vocab, dtype=np.int64)
+    b1, b2, eps = 0.9, 0.999, 1e-8
+    val_ids, Yv = [ids[i] for i in val], Y[val]
+    record = {"model": MODEL, "chunks": len(keep), "train": len(train), "validation": len(val),
+              "validation_packages": sorted(val_packages), "lr": args.lr, "l2": args.l2,
+              "batch": args.batch, "epochs": []}
+    start_val = fidelity(E, val_ids, Yv)
+    print(f"start: validation cosine {start_val:.4f} ({len(train)} train, {len(val)} validation chunks)", flush=True)
+    record["start_validation_cosine"] = start_val
+    best, best_E = start_val, E.copy()
+    rng_np = np.random.default_rng(SEED)
+    for epoch in range(1, args.epochs + 1):
+        t0 = time.time()
+        order = rng_np.permutation(len(train))
+        losses = []
+        for b in range(0, len(order), args.batch):
+            part = [train[j] for j in order[b:b + args.batch]]
+            seqs = [ids[i] for i in part]
+            lens = np.array([len(s) for s in seqs])
+            flat = np.concatenate(seqs)
+            starts = np.concatenate([[0], np.cumsum(lens)[:-1]])
+            y = Y[part]
+            s = student(E, flat, starts)
+            n = np.maximum(np.linalg.norm(s, axis=1, keepdims=True), 1e-12)
+            u = s / n
+            cos = (u * y).sum(1, keepdims=True)
+            losses.append(float(1 - cos.mean()))
+            g_u = -y / len(part)
+            g_s = (g_u - u * (u * g_u).sum(1, keepdims=True)) / n
+            row_of = np.repeat(np.arange(len(part)), lens)
+            g_occ = g_s[row_of]
+            o = np.argsort(flat, kind="stable")
+            uniq, first = np.unique(flat[o], return_index=True)
+            g = np.add.reduceat(g_occ[o], first, axis=0)
+            if args.l2:
+                g += args.l2 * (E[uniq] - E0[uniq])
+            steps[uniq] += 1
+            m[uniq] = b1 * m[uniq] + (1 - b1) * g
+            v[uniq] = b2 * v[uniq] + (1 - b2) * g * g
+            t = steps[uniq][:, None]
+            mh = m[uniq] / (1 - b1 ** t)
+            vh = v[uniq] / (1 - b2 ** t)
+            E[uniq] -= args.lr * mh / (np.sqrt(vh) + eps)
+        fv = fidelity(E, val_ids, Yv)
+        ft = fidelity(E, [ids[i] for i in train[:5000]], Y[train[:5000]])
+        print(f"epoch {epoch}: train loss {np.mean(losses):.4f}, train cosine {ft:.4f}, "
+              f"validation cosine {fv:.4f} ({time.time() - t0:.0f}s)", flush=True)
+        record["epochs"].append({"epoch": epoch, "train_cosine": ft, "validation_cosine": fv})
+        if fv > best:
+            best, best_E = fv, E.copy()
+            record["best_validation_cosine"] = best
+            record["best_epoch"] = epoch
+            write(args.out, best_E, record)
+    print(f"{args.out}: best validation cosine {best:.4f}")
+
+
+def write(out: str, E: np.ndarray, record: dict) -> None:
+    """The rows divided by the bench's per-token weight ln(id + 1), written atomically."""
+    weight = np.log(np.arange(E.shape[0], dtype=np.float32) + 1.0)[:, None]
+    weight[0] = 1.0
+    (E / weight).astype("<f4").tofile(out + ".tmp")
+    os.replace(out + ".tmp", out)
+    with open(out + ".json.tmp", "w") as fh:
+        json.dump(record, fh, indent=1)
+    os.replace(out + ".json.tmp", out + ".json")
+
+
+if __name__ == "__main__":
+    main()
