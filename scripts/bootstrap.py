@@ -116,6 +116,7 @@ MODEL_IDS = {
 }
 QUERY_MODEL_ID = "all-minilm-l6-v2-code-query-soup-int8"
 RERANK_MODEL_ID = "all-minilm-l6-v2-rerank-int8"
+STATIC_TABLE_ID = "all-minilm-l6-v2-code2-static"
 
 
 def entry(model_id: str) -> dict:
@@ -144,6 +145,7 @@ CODE1_MODEL_SHA256 = entry(MODEL_IDS["code1"])["sha256"]
 QUERY_MODEL_SHA256 = entry(QUERY_MODEL_ID)["sha256"]
 RERANK_MODEL_SHA256 = entry(RERANK_MODEL_ID)["sha256"]
 RERANK_HEAD_SHA256 = entry(RERANK_MODEL_ID)["head_sha256"]
+STATIC_TABLE_SHA256 = entry(STATIC_TABLE_ID)["sha256"]
 # Tokens of one (query, code) pair the reranker reads, and the weight of its score next to the
 # learned fusion's; both as measured and chosen on the validation packages (research/training/).
 RERANK_MAX_TOKENS = entry(RERANK_MODEL_ID)["max_tokens"]
@@ -499,6 +501,12 @@ def cmd_main(home: Path) -> None:
         install_committed(committed_path(RERANK_MODEL_ID), RERANK_MODEL_SHA256, model_dir(home, kind) / "rerank-model.onnx",
                           f"the reranker ({MODEL_IDS[kind]})")
         write_if_changed(model_dir(home, kind) / "rerank-model.json", rerank_json)
+
+    # 7. The static tier: a vector per token, trained to the code model's chunk vectors, so a
+    #    fresh tree's chunks have vectors in seconds while the model works through them. It
+    #    approximates that one model's vectors: it sits beside the code model only.
+    install_committed(committed_path(STATIC_TABLE_ID), STATIC_TABLE_SHA256, model_dir(home, "code") / "static-table.bin",
+                      "the static tier (the code model's token table)")
 
     atomic_write(stamp, (STAMP + "\n").encode())
     say(f"ready: {home}")

@@ -53,7 +53,7 @@ cache="${RAGGREP_HOME:-$HOME/.cache/raggrep}"
 model="$cache/models/all-minilm-l6-v2-code2-int8"
 plain="$cache/models/all-minilm-l6-v2-int8"
 runtime="$cache/runtime/onnxruntime-1.31.1"
-for needed in "$model/model.onnx" "$model/tokenizer.json" "$model/raggrep-model.json" "$model/rerank-model.onnx" "$model/rerank-model.json" \
+for needed in "$model/model.onnx" "$model/tokenizer.json" "$model/raggrep-model.json" "$model/rerank-model.onnx" "$model/rerank-model.json" "$model/static-table.bin" \
   "$plain/model.onnx" "$plain/tokenizer.json" "$plain/raggrep-model.json" "$runtime/libonnxruntime.so.1.31.1"; do
   [[ -f $needed ]] || { echo "package: $needed is missing (the bootstrap should have installed it)" >&2; exit 1; }
 done
@@ -76,6 +76,11 @@ for d in dirs:
         actual = hashlib.sha256(onnx.read_bytes()).hexdigest()
         if actual != entries[model_id]["sha256"]:
             sys.exit(f"package: {onnx} has sha256 {actual}, {manifest} says {entries[model_id]['sha256']} -- rerun scripts/bootstrap.sh")
+    # The static tier has no metadata file: it is the code model's, by the manifest's entry.
+    table = d / "static-table.bin"
+    static = [m for m in entries.values() if m.get("role") == "static"]
+    if table.exists() and static and hashlib.sha256(table.read_bytes()).hexdigest() != static[0]["sha256"]:
+        sys.exit(f"package: {table} does not have the sha256 {manifest} names -- rerun scripts/bootstrap.sh")
 PY
 
 work="$(mktemp -d)"

@@ -107,7 +107,8 @@ def fidelity(E, ids, Y) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("step", choices=["embed", "fit"])
+    ap.add_argument("step", choices=["embed", "fit", "export"])
+    ap.add_argument("--rows", help="export: a fit's --out")
     ap.add_argument("--out")
     ap.add_argument("--epochs", type=int, default=12)
     ap.add_argument("--lr", type=float, default=0.01)
@@ -117,6 +118,11 @@ def main() -> None:
     ap.add_argument("--cached-only", action="store_true", help="fit on the chunks already embedded")
     args = ap.parse_args()
 
+    if args.step == "export":
+        if not (args.rows and args.out):
+            sys.exit("export needs --rows (a fit's output) and --out")
+        export(args.rows, args.out)
+        return
     rows = [r for r in pool_rows() if len(r["text"].strip()) > 0]
     emb = EM.Embedder(MODEL)
     if args.cached_only:
@@ -206,6 +212,37 @@ def write(out: str, E: np.ndarray, record: dict) -> None:
     with open(out + ".json.tmp", "w") as fh:
         json.dump(record, fh, indent=1)
     os.replace(out + ".json.tmp", out + ".json")
+
+
+EXPORT_MAGIC = b"RGSTAT\0\x02"
+
+
+def export(rows_path: str, out: str) -> None:
+    """The table the engine reads (server/src/embed/static_table.rs): magic, dim and vocabulary
+    (u32 each), then one f32 scale per row, then the rows as int8 codes (row = codes x scale,
+    symmetric, max |code| 127). The rows are the fitted ones (the bench's weight multiplied back
+    in): the engine sums them plainly. Deterministic: the same rows give the same bytes."""
+    raw = np.fromfile(rows_path, dtype="<f4")
+    dim = EM.DIM
+    vocab = raw.size // dim
+    if raw.size != vocab * dim:
+        sys.exit(f"{rows_path}: not a table of {dim}-d rows")
+    weight = np.log(np.arange(vocab, dtype=np.float32) + 1.0)[:, None]
+    rows = raw.reshape(vocab, dim) * weight
+    scale = np.abs(rows).max(1) / 127.0
+    scale[scale == 0] = 1.0
+    codes = np.clip(np.rint(rows / scale[:, None]), -127, 127).astype(np.int8)
+    back = codes.astype(np.float32) * scale[:, None]
+    cos = (back * rows).sum(1) / np.maximum(np.linalg.norm(back, axis=1) * np.linalg.norm(rows, axis=1), 1e-12)
+    used = np.linalg.norm(rows, axis=1) > 0
+    with open(out + ".tmp", "wb") as fh:
+        fh.write(EXPORT_MAGIC)
+        fh.write(np.array([dim, vocab], dtype="<u4").tobytes())
+        fh.write(scale.astype("<f4").tobytes())
+        fh.write(codes.tobytes())
+    os.replace(out + ".tmp", out)
+    print(f"wrote {out}: {vocab}x{dim} int8, row cosine to the f32 rows min {cos[used].min():.5f}, "
+          f"sha256 {hashlib.sha256(open(out, 'rb').read()).hexdigest()}")
 
 
 if __name__ == "__main__":
