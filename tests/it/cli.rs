@@ -200,6 +200,41 @@ fn dense_finds_a_paraphrase_that_lexical_misses() {
     assert!(!has_hit(&lexical, "lib/unique.js", "dedupeItems"), "{:?}", hits(&lexical));
 }
 
+/// Issue 54: before the model has embedded anything, a fresh tree's chunks have the static
+/// tier's vectors (a token table trained to the code model), so the first answer already finds a
+/// paraphrase the words miss; once the model's vectors are in, the tier's file is gone.
+#[test]
+fn a_first_query_ranks_with_the_static_tier_before_the_models_vectors() {
+    let ws = Workspace::polyglot();
+    let query = "remove duplicate entries from list";
+    // Each query on a partial index with nobody embedding it starts the background indexer:
+    // stopped at once here, so the model's vectors never arrive while this looks.
+    let asked = |args: &[&str]| -> (Value, String) {
+        let out = ws.ok(args);
+        let said = String::from_utf8_lossy(&out.stderr).to_string();
+        if let Some(pid) = said.split("(pid ").nth(1).and_then(|rest| rest.split(',').next()) {
+            let _ = Command::new("kill").args(["-KILL", pid]).status();
+        }
+        (serde_json::from_slice(&out.stdout).unwrap(), said)
+    };
+    let (first, said) = asked(&["query", query, "--json", "-k", "3"]);
+    assert!(said.contains("answering from the words and the static tier's vectors"), "{said}");
+    assert_eq!(first["partial"], true, "{first}");
+    assert!(has_hit(&first, "lib/unique.js", "dedupeItems"), "{first}");
+    let (dense, _) = asked(&["query", query, "--json", "-k", "3", "--mode", "dense"]);
+    assert_eq!(dense["partial"], true, "{dense}");
+    assert!(has_hit(&dense, "lib/unique.js", "dedupeItems"), "{dense}");
+    let lexical = ws.query(&["--mode", "lexical", "-k", "10", query]);
+    assert!(!has_hit(&lexical, "lib/unique.js", "dedupeItems"), "{:?}", hits(&lexical));
+    let tier = ws.root().join(".raggrep/static-tier.bin");
+    assert!(tier.exists());
+    ws.index();
+    assert!(!tier.exists(), "the model's vectors replace the static tier");
+    let whole = ws.query(&["--mode", "dense", "-k", "3", query]);
+    assert_eq!(whole["partial"], false, "{whole}");
+    assert!(has_hit(&whole, "lib/unique.js", "dedupeItems"), "{whole}");
+}
+
 /// Issue 54: the first query on a tree without an index answers from its words at once (no
 /// model run), says so, and leaves a detached indexer embedding the rest at low priority; once
 /// it is done, the same query is answered whole. `--wait` embeds everything first instead.

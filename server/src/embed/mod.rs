@@ -7,6 +7,7 @@
 mod assets;
 mod onnx;
 mod rerank;
+mod static_table;
 
 use std::fmt;
 
@@ -16,6 +17,7 @@ pub use assets::{
 };
 pub use onnx::QueryEncoder;
 pub use onnx::{EmbedOptions, Layout, OnnxEmbedder};
+pub use static_table::{STATIC_TABLE_FILE, StaticTable, StaticTableError};
 
 /// A unit-length embedding vector. Normalised on construction, so cosine similarity is a dot
 /// product.
@@ -151,6 +153,13 @@ pub trait Embedder: Send + Sync {
 
     /// Embeds one query, optimised for latency.
     fn embed_query(&self, text: &str) -> Result<Vector, EmbedError>;
+
+    /// Static vectors of documents (the first tier, see [`StaticTable`]): `None` when this model
+    /// has no trained table. Approximations of [`Self::embed_documents`]'s vectors, searched
+    /// with the same query vectors, for a fresh tree before the model has run.
+    fn embed_static(&self, _texts: &[&str]) -> Option<Result<Vec<Vector>, EmbedError>> {
+        None
+    }
 
     /// The reranker that comes with this model; the error says why there is none.
     fn reranker(&self) -> Result<&dyn Reranker, EmbedError> {

@@ -130,6 +130,9 @@ pub struct OnnxEmbedder {
     lanes: OnceLock<Vec<Lane>>,
     /// How many lanes, and threads in each.
     lane_plan: (usize, usize),
+    /// The static tier's table beside the model, read on first use (a process that only asks
+    /// questions never pays for it); `None` inside when there is none or it cannot be used.
+    static_table: OnceLock<Option<super::StaticTable>>,
     queries: OnceLock<Mutex<Session>>,
     /// The last query and its vector: a search that asks two sources (the local index, then
     /// the team index) runs the query model once.
@@ -219,6 +222,7 @@ impl OnnxEmbedder {
             Err(err) => Err(format!("the reranker cannot be used: {err}")),
         };
         Ok(OnnxEmbedder {
+            static_table: OnceLock::new(),
             info: ModelInfo { id, dim, max_tokens },
             reranker,
             query_model,
@@ -499,6 +503,22 @@ fn output_dim(session: &Session) -> Option<usize> {
 impl Embedder for OnnxEmbedder {
     fn info(&self) -> &ModelInfo {
         &self.info
+    }
+
+    fn embed_static(&self, texts: &[&str]) -> Option<Result<Vec<Vector>, EmbedError>> {
+        let table = self
+            .static_table
+            .get_or_init(|| {
+                let path = self.assets.model_dir.join(super::STATIC_TABLE_FILE);
+                if !path.exists() {
+                    return None;
+                }
+                super::StaticTable::load(&path, self.info.dim, self.vocab_size())
+                    .inspect_err(|err| tracing::warn!("{err}; the static tier is skipped"))
+                    .ok()
+            })
+            .as_ref()?;
+        Some(texts.iter().map(|t| Ok(table.embed(&self.content_ids(t)?))).collect())
     }
 
     fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vector>, EmbedError> {

@@ -27,6 +27,7 @@ mod lexical;
 mod manifest;
 mod recency;
 mod shared_cache;
+mod static_tier;
 mod update;
 mod vectors;
 
@@ -248,6 +249,9 @@ pub struct Snapshot {
     /// [`BLOCK_DAMAGED`]. Checked on the first dense search, not on open: lexical-only readers
     /// and the warm start pay nothing, and a reopened snapshot inherits what was checked.
     block_state: Vec<std::sync::atomic::AtomicU8>,
+    /// Every chunk's static vector, while the model's vectors of the code are missing and the
+    /// writer left a tier for this chunk list ([`static_tier`]): dense search reads these then.
+    static_tier: Option<static_tier::StaticTier>,
 }
 
 /// [`Snapshot::code_embedded`]: implementation chunks that may still wait for a vector (an
@@ -320,6 +324,17 @@ impl Snapshot {
                 code_pending += chunks.iter().filter(|c| c.slot.to_native() == NO_SLOT).count();
             }
         }
+        // Only while the default search would otherwise rank by the words alone (no vector yet,
+        // or the code's still missing): once the model's vectors of the code are in, they rank.
+        let static_tier = if pending > 0 && (pending == m.chunks.len() || code_pending > CODE_PENDING_MAX) {
+            let print = static_tier::fingerprint(m.chunks.iter().map(|c| {
+                let path = m.files.get(c.file.to_native() as usize).map_or("", |f| f.path.as_str());
+                (join_hash([c.hash[0].to_native(), c.hash[1].to_native()]), path)
+            }));
+            static_tier::StaticTier::open(&location.dir, dim, m.chunks.len(), print)
+        } else {
+            None
+        };
         for i in 1..counts.len() {
             counts[i] += counts[i - 1];
         }
@@ -377,6 +392,7 @@ impl Snapshot {
             code_pending,
             lexical_error,
             block_state,
+            static_tier,
         })
     }
 
@@ -475,6 +491,17 @@ impl Snapshot {
         self.code_pending <= CODE_PENDING_MAX
     }
 
+    /// Whether dense search answers from the static tier (a fresh index while the model works).
+    pub fn static_tier(&self) -> bool {
+        self.static_tier.is_some()
+    }
+
+    /// Whether a ranking may weigh cosines: the model's vectors of the code are in, or the
+    /// static tier stands for all of them.
+    pub fn ranks_by_vectors(&self) -> bool {
+        self.static_tier.is_some() || (self.embedded() > 0 && self.code_embedded())
+    }
+
     /// Chunks with a vector.
     pub fn embedded(&self) -> usize {
         self.chunk_count().saturating_sub(self.pending)
@@ -529,6 +556,9 @@ impl Snapshot {
 
     /// The stored vector of a chunk, if embedded (and not damaged).
     pub fn chunk_vector(&self, index: usize) -> Option<Vector> {
+        if let Some(tier) = &self.static_tier {
+            return tier.get(index).map(|v| Vector::normalized(v.to_vec()));
+        }
         let slot = self.manifest.get().chunks.get(index)?.slot.to_native() as usize;
         if self.damaged_blocks().binary_search(&(slot / vectors::BLOCK_SLOTS)).is_ok() {
             return None;
@@ -548,6 +578,9 @@ impl Snapshot {
     ) -> Vec<(usize, f32)> {
         if query.dim() != self.dim() || limit == 0 {
             return Vec::new();
+        }
+        if let Some(tier) = &self.static_tier {
+            return self.scan_static(tier, query, limit, accept);
         }
         let members = |slot: usize| -> &[u32] {
             &self.slot_members[self.slot_offsets[slot] as usize..self.slot_offsets[slot + 1] as usize]
@@ -602,6 +635,32 @@ impl Snapshot {
             }
         }
         out.truncate(limit);
+        out
+    }
+
+    /// Exact top-`limit` over every chunk's static vector (a few ms for 10k chunks).
+    fn scan_static(
+        &self,
+        tier: &static_tier::StaticTier,
+        query: &Vector,
+        limit: usize,
+        accept: Option<&dyn Fn(&ChunkRef<'_>) -> bool>,
+    ) -> Vec<(usize, f32)> {
+        let q = query.as_slice();
+        let mut scored: Vec<(usize, f32)> = (0..tier.len())
+            .filter_map(|i| tier.get(i).map(|v| (i, crate::embed::dot(v, q))))
+            .filter(|(_, score)| score.is_finite())
+            .collect();
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let mut out = Vec::with_capacity(limit);
+        for (chunk, score) in scored {
+            if accept.is_none_or(|accept| self.chunk(chunk).is_some_and(|c| accept(&c))) {
+                out.push((chunk, score));
+                if out.len() >= limit {
+                    break;
+                }
+            }
+        }
         out
     }
 

@@ -27,6 +27,7 @@ use super::manifest::{
     self, AnnEntry, ChunkEntry, FileEntry, Manifest, MappedManifest, NO_SLOT, SkippedEntry, join_hash, split_hash,
 };
 use super::shared_cache::{SharedCache, SharedCacheConfig};
+use super::static_tier;
 use super::vectors::{BLOCK_SLOTS, Encoding, VectorAppender, VectorFile};
 use super::{ANN_MIN_SLOTS, Ann, CURRENT, IndexError, IndexLocation, LEXICAL_DIR, read_current};
 use crate::chunk::{Chunk, ChunkConfig, ChunkKind, ContentHash, EmbedHeader, chunk_file, embedding_text};
@@ -64,6 +65,11 @@ pub struct IndexOptions {
     /// False: walk, chunk and publish, but compute no embeddings (new chunks wait for the next
     /// update). For a quick publish of what the disk says, as at shutdown.
     pub embed: bool,
+    /// With `embed` false, a fresh index gets its static tier ([`static_tier`]) only when it has
+    /// at most this many chunks: the one-shot first query waits for it (~1 s per 10,000 chunks on
+    /// two cores) and sets a bound; 0 (the default) never, as for a quick publish at shutdown.
+    /// An update that embeds always writes it for a fresh index, before the model starts.
+    pub static_tier_max_chunks: usize,
     /// The machine-wide embedding cache to read before running the model and to fill after
     /// (front doors pass [`SharedCacheConfig::from_env`]; `None`: the model embeds everything
     /// this index lacks).
@@ -98,6 +104,7 @@ impl Default for IndexOptions {
             ann_min_slots: ANN_MIN_SLOTS,
             compact_min_dead: COMPACT_MIN_DEAD,
             embed: true,
+            static_tier_max_chunks: 0,
             shared_cache: None,
             vectors: None,
             only_paths: None,
@@ -167,6 +174,10 @@ pub struct UpdateStats {
     /// published, i.e. until dense search answered from them; absent when none were added.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seconds_to_semantic: Option<f64>,
+    /// Seconds until every chunk had a static vector (the first tier, see
+    /// [`super::static_tier`]): written for a fresh index whose model has a static table.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seconds_to_static: Option<f64>,
     /// Set when the old index could not be used.
     pub rebuilt: Option<String>,
     /// Whether the tree was walked (false: an update scoped to the paths an editor or a
@@ -246,6 +257,15 @@ pub fn update(
         stats.seconds_to_lexical = start.elapsed().as_secs_f64();
         // Only now: a reader reacting to this event must find the published generation.
         progress(chunked_progress.take().expect("taken once"));
+        // Every chunk waits for the model (a fresh index, a new model): the static tier gives
+        // them vectors in seconds, for the answers until the model's are in.
+        if to_embed.chunks() == manifest.chunks.len()
+            && !manifest.chunks.is_empty()
+            && (options.embed || manifest.chunks.len() <= options.static_tier_max_chunks)
+            && write_static_tier(location, embedder, &to_embed, &manifest)
+        {
+            stats.seconds_to_static = Some(start.elapsed().as_secs_f64());
+        }
     }
     if embedding {
         let publishes = if publish_once { Publishes::AtTheEnd } else { Publishes::Periodic };
@@ -280,8 +300,65 @@ pub fn update(
         progress(chunked_progress);
     }
     collect_garbage(&location.dir, &manifest, previous_name.as_deref());
+    if manifest.chunks.iter().all(|c| c.slot != NO_SLOT) {
+        // Every chunk has the model's vector: the first tier has served its turn.
+        static_tier::remove(&location.dir);
+    }
     stats.seconds = start.elapsed().as_secs_f64();
     Ok(stats)
+}
+
+/// Writes the static tier for `manifest`, whose chunks all wait in `to_embed`; whether it is
+/// there now (the words-only first query's, found by the background indexer after it, is not
+/// made twice). A model without a static table, or a failure, only costs the first answers
+/// their vectors.
+fn write_static_tier(
+    location: &IndexLocation,
+    embedder: &dyn Embedder,
+    to_embed: &ToEmbed,
+    manifest: &Manifest,
+) -> bool {
+    let dim = embedder.info().dim;
+    let print = static_tier::fingerprint_of(manifest);
+    if static_tier::StaticTier::open(&location.dir, dim, manifest.chunks.len(), print).is_some() {
+        return true;
+    }
+    let texts: Vec<&str> = to_embed.texts.iter().map(|(_, text)| text.as_str()).collect();
+    // Tokenising is most of the cost (~4,000 chunks a second on one core): every core takes a
+    // share, so a first query on a cold tree waits for it as little as it can.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
+    let share = texts.len().div_ceil(threads).max(1);
+    let parts: Vec<Option<Result<Vec<Vector>, _>>> = std::thread::scope(|scope| {
+        let handles: Vec<_> =
+            texts.chunks(share).map(|part| scope.spawn(move || embedder.embed_static(part))).collect();
+        handles.into_iter().map(|h| h.join().unwrap_or(None)).collect()
+    });
+    let mut vectors = Vec::with_capacity(texts.len());
+    for part in parts {
+        match part {
+            None => return false,
+            Some(Ok(part)) => vectors.extend(part),
+            Some(Err(err)) => {
+                tracing::warn!("the static tier could not be made ({err}); the words answer until the model's vectors");
+                return false;
+            }
+        }
+    }
+    let mut flat = vec![0.0f32; manifest.chunks.len() * dim];
+    for ((key, _), vector) in to_embed.texts.iter().zip(&vectors) {
+        for &chunk in to_embed.waiting(key) {
+            if let Some(slot) = flat.get_mut(chunk * dim..(chunk + 1) * dim) {
+                slot.copy_from_slice(vector.as_slice());
+            }
+        }
+    }
+    match static_tier::write(&location.dir, dim, print, &flat) {
+        Ok(()) => true,
+        Err(err) => {
+            tracing::warn!("{err}; the words answer until the model's vectors");
+            false
+        }
+    }
 }
 
 /// Creates the index directory, with a `.gitignore` that keeps it out of commits.
@@ -1529,6 +1606,94 @@ mod tests {
         write("app/more.py", &functions("more"));
         write("app/most.py", &functions("most"));
         assert!(!run(&words_only).code_embedded());
+    }
+
+    /// The fake embedder with a static tier: its static vectors are its own vectors; counts the
+    /// texts it made static vectors for.
+    struct WithStaticTier(crate::embed::FakeEmbedder, std::sync::atomic::AtomicUsize);
+
+    impl Embedder for WithStaticTier {
+        fn info(&self) -> &ModelInfo {
+            self.0.info()
+        }
+        fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vector>, crate::embed::EmbedError> {
+            self.0.embed_documents(texts)
+        }
+        fn embed_query(&self, text: &str) -> Result<Vector, crate::embed::EmbedError> {
+            self.0.embed_query(text)
+        }
+        fn embed_static(&self, texts: &[&str]) -> Option<Result<Vec<Vector>, crate::embed::EmbedError>> {
+            self.1.fetch_add(texts.len(), std::sync::atomic::Ordering::Relaxed);
+            Some(self.0.embed_documents(texts))
+        }
+    }
+
+    /// A fresh tree's words-only pass leaves every chunk a static vector that dense search
+    /// reads until the model's vectors are in; then the tier is deleted. A damaged or stale
+    /// tier is ignored, and a model without a table writes none.
+    #[test]
+    fn a_fresh_index_has_a_static_tier_until_the_models_vectors() {
+        let root = tempfile::tempdir().unwrap();
+        let location = IndexLocation::new(root.path(), None).unwrap();
+        let functions = |prefix: &str| -> String {
+            (0..100).map(|i| format!("def {prefix}_{i}(x):\n    return x + {i}\n\n\n")).collect()
+        };
+        write_file(root.path(), "app/core.py", &functions("core"));
+        let embedder = WithStaticTier(crate::embed::FakeEmbedder::new(16), Default::default());
+        let made = || embedder.1.load(std::sync::atomic::Ordering::Relaxed);
+        let options = IndexOptions { shared_cache: None, ..IndexOptions::default() };
+        let words_only = IndexOptions { embed: false, static_tier_max_chunks: 1_000, ..options.clone() };
+        let tier = root.path().join(".raggrep").join(static_tier::STATIC_TIER_FILE);
+
+        // Over the bound a words-only update does not wait for it, nor does a quick publish.
+        let capped = IndexOptions { static_tier_max_chunks: 10, ..words_only.clone() };
+        for no_tier in [&capped, &IndexOptions { embed: false, ..options.clone() }] {
+            assert!(update(&location, &embedder, no_tier, &mut |_| {}).unwrap().seconds_to_static.is_none());
+            assert!(!crate::index::Snapshot::open(&location).unwrap().static_tier() && made() == 0);
+        }
+        let stats = update(&location, &embedder, &words_only, &mut |_| {}).unwrap();
+        assert!(stats.seconds_to_static.is_some());
+        let chunks = made();
+        assert!(chunks > 10);
+        // Found again, not made again (the background indexer after a one-shot first query).
+        update(&location, &embedder, &words_only, &mut |_| {}).unwrap();
+        assert_eq!(made(), chunks);
+        let snapshot = crate::index::Snapshot::open(&location).unwrap();
+        assert!(snapshot.static_tier() && snapshot.ranks_by_vectors() && snapshot.embedded() == 0);
+        assert!((0..snapshot.chunk_count()).all(|i| snapshot.chunk_vector(i).is_some()));
+        let query = embedder.embed_query("def core_7(x):\n    return x + 7").unwrap();
+        let found = snapshot.dense_search(&query, 3, None, false);
+        assert_eq!(found.len(), 3);
+        assert_eq!(snapshot.chunk(found[0].0).unwrap().symbol, "core_7", "{found:?}");
+
+        // Flipped bytes: ignored, the words answer.
+        let mut bytes = fs::read(&tier).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0x55;
+        fs::write(&tier, &bytes).unwrap();
+        let snapshot = crate::index::Snapshot::open(&location).unwrap();
+        assert!(!snapshot.static_tier() && !snapshot.ranks_by_vectors());
+
+        // Made again when damaged; then the model's vectors replace it.
+        update(&location, &embedder, &words_only, &mut |_| {}).unwrap();
+        assert!(crate::index::Snapshot::open(&location).unwrap().static_tier());
+        assert_eq!(made(), 2 * chunks);
+        update(&location, &embedder, &options, &mut |_| {}).unwrap();
+        let snapshot = crate::index::Snapshot::open(&location).unwrap();
+        assert!(!snapshot.static_tier() && snapshot.ranks_by_vectors() && !tier.exists());
+
+        // A tier made for another chunk list is not used; a model without a table writes none.
+        let other = tempfile::tempdir().unwrap();
+        let location = IndexLocation::new(other.path(), None).unwrap();
+        write_file(other.path(), "app/core.py", &functions("core"));
+        update(&location, &embedder, &words_only, &mut |_| {}).unwrap();
+        let kept = fs::read(other.path().join(".raggrep").join(static_tier::STATIC_TIER_FILE)).unwrap();
+        write_file(other.path(), "app/more.py", &functions("more"));
+        let plain = crate::embed::FakeEmbedder::new(16);
+        let stats = update(&location, &plain, &words_only, &mut |_| {}).unwrap();
+        assert!(stats.seconds_to_static.is_none());
+        fs::write(other.path().join(".raggrep").join(static_tier::STATIC_TIER_FILE), kept).unwrap();
+        assert!(!crate::index::Snapshot::open(&location).unwrap().static_tier());
     }
 
     #[test]

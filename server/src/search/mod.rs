@@ -330,7 +330,7 @@ pub fn search_with(
                 let mut ranked = learned::rank_linear(&candidates, weights);
                 // Calibrated on whole rankings: without a query vector's cosines, or with part of
                 // the index ignored as damaged, it would not be. No evidence, no claim.
-                if vector.is_some() && degraded.is_none() {
+                if vector.is_some() && degraded.is_none() && !snapshot.static_tier() {
                     confidence = confidence::of(snapshot, &candidates, &ranked);
                 }
                 // The hit calibration was fitted on the fusion's scores (plus the reranker's,
@@ -406,11 +406,13 @@ pub fn search_with(
 
 /// Whether a query in `mode` is ranked by [`words_with_evidence`]: lexical mode, and the default
 /// search of an index whose implementation code is not embedded yet (a first query on a fresh
-/// tree, while the model works): the learned fusion over a partial set of vectors ranks below
-/// the words' own ranking, whatever has a vector ahead of whatever has none
-/// ([`Snapshot::code_embedded`]).
+/// tree, while the model works) unless the static tier stands in for its vectors: the learned
+/// fusion over a partial set of vectors ranks below the words' own ranking, whatever has a
+/// vector ahead of whatever has none ([`Snapshot::code_embedded`]), where over every chunk's
+/// static vector it ranks above them (semble's test half 0.813 against 0.785, the project's
+/// TEST chunk R@5 65.2 against 47.5: BENCHMARKS.md, "A static tier trained to the code model").
 fn by_words(snapshot: &Snapshot, mode: Mode) -> bool {
-    mode == Mode::Lexical || (mode == Mode::Hybrid && (snapshot.embedded() == 0 || !snapshot.code_embedded()))
+    mode == Mode::Lexical || (mode == Mode::Hybrid && !snapshot.ranks_by_vectors())
 }
 
 /// The ranking without vectors (`--mode lexical`, a root whose vectors another model built):
