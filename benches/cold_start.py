@@ -1,8 +1,8 @@
 """Cold start (issue 54): a repository raggrep has never seen, asked a question.
 
 Usage:
-    python3 benches/cold_start.py RAGGREP_BIN [--repo NAME ...] [--at 1,5,30,60,120]
-        [--json OUT] [--cache DIR] [--no-reference] [--keep]
+    python3 benches/cold_start.py RAGGREP_BIN [--repo NAME ... | --split tune|test] [--at 1,5,30,60,120]
+        [--first-only] [--json OUT] [--cache DIR] [--no-reference] [--keep]
         [--pad-lines N [--pad-from DIR]]
 
 For each repository of semble's benchmark (the local copy `benches/questions.py` reads; default:
@@ -18,6 +18,11 @@ the machine-wide embedding cache off (so every vector is computed):
 4. beside the absolute times, the ratio against raw ONNX Runtime measured in the same run: the
    same model embedding a sample of the tree's chunk texts with Python onnxruntime
    (`benches/ort_reference.py`, tools venv of `scripts/bootstrap.sh`), projected to every chunk.
+
+`--split tune|test` takes every repository of that half with a local copy; `--first-only` stops
+the background indexer right after the first answer's quality is measured (the answer a user
+gets before the model has embedded anything: the words and the static tier), and prints the
+half's mean.
 
 `--pad-lines N` asks the same questions of a monorepo: the repository at `<name>/` beside
 registry packages under `packages/<package>/` (not `vendor/`: never indexed) until the tree holds about N lines (default source:
@@ -284,6 +289,18 @@ def run_repo(binary, cache, spec, tasks, args):
             )
 
         sample("first")
+        if args.first_only:
+            if pid and alive(pid):
+                os.kill(pid, 9)
+            return {
+                "repo": spec["name"],
+                "language": spec["language"],
+                "chunks": samples[-1]["chunks"],
+                "first_answer_s": round(first_s, 2),
+                "first_answer_hits": len(first_answer.get("results", [])),
+                "first_answer_peak_rss_mb": round(first_rss_kb / 1024, 1),
+                "curve": samples,
+            }
         for target in at:
             while pid and alive(pid) and time.monotonic() - started < target:
                 peak = max(peak, peak_rss_kb(pid) or 0)
@@ -338,6 +355,8 @@ def main():
     parser.add_argument("--json", help="write every number here")
     parser.add_argument("--no-reference", action="store_true", help="skip the raw ONNX Runtime reference")
     parser.add_argument("--keep", action="store_true", help="keep the temporary copies")
+    parser.add_argument("--split", choices=["tune", "test"], help="every repository of this half with a local copy")
+    parser.add_argument("--first-only", action="store_true", help="measure the first answer only, then stop the indexer")
     parser.add_argument("--pad-lines", type=int, default=0, help="ask the repository inside a monorepo of about this many lines")
     parser.add_argument("--pad-from", help="packages to pad with, one directory each (default: cargo's unpacked registry sources)")
     args = parser.parse_args()
@@ -348,13 +367,21 @@ def main():
     machine = cpu_flags()
     print(f"cpu: {machine.get('model')} ({machine.get('cpus')} cpus; {' '.join(machine.get('flags', []))})", file=sys.stderr)
     results = []
-    for name in args.repo or DEFAULT_REPOS:
+    names = args.repo or DEFAULT_REPOS
+    if args.split and not args.repo:
+        names = sorted(
+            n for n in specs if n in tasks and questions.split_of(n) == args.split and (cache / "repos" / n).is_dir()
+        )
+    for name in names:
         if name not in specs or name not in tasks or questions.split_of(name) is None:
             raise SystemExit(f"{name}: not a measured repository of the benchmark")
         print(f"{name} ({questions.split_of(name)} half, {len(tasks[name])} questions):", file=sys.stderr)
         result = run_repo(binary, cache, specs[name], tasks[name], args)
         result["split"] = questions.split_of(name)
         results.append(result)
+        if args.first_only:
+            print(f"  {result['chunks']} chunks: first answer {result['first_answer_s']} s", file=sys.stderr)
+            continue
         ref = result["reference"]
         print(
             f"  {result['lines']} lines ({result['padding_packages']} padding packages), {result['chunks']} chunks:"
@@ -362,6 +389,14 @@ def main():
             f" every vector {result['every_vector_s']} s"
             + (f" (raw ONNX Runtime: {ref['projected_s']} s, ratio {ref['ratio']})" if "ratio" in ref else f" ({ref['skipped']})")
             + f", background indexer peak RSS {result['background_peak_rss_mb']} MB",
+            file=sys.stderr,
+        )
+    if len(results) > 1:
+        first = [r["curve"][0]["ndcg10"] for r in results]
+        times = sorted(r["first_answer_s"] for r in results)
+        print(
+            f"{len(results)} repositories: first answer NDCG@10 {questions.mean(first):.3f},"
+            f" first answer median {times[len(times) // 2]} s, slowest {times[-1]} s",
             file=sys.stderr,
         )
     if args.json:
