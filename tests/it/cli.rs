@@ -689,16 +689,17 @@ fn an_index_of_the_previous_default_model_answers_by_name_and_index_rebuilds_it(
 fn index_json_says_when_lexical_and_semantic_answers_came() {
     let ws = Workspace::polyglot();
     let first = ws.index();
-    let (lexical, semantic, total) = (
+    let (lexical, static_tier, semantic, total) = (
         first["seconds_to_lexical"].as_f64().unwrap(),
+        first["seconds_to_static"].as_f64().unwrap(),
         first["seconds_to_semantic"].as_f64().unwrap(),
         first["seconds"].as_f64().unwrap(),
     );
-    assert!(0.0 < lexical && lexical <= semantic && semantic <= total, "{first}");
-    // Nothing new to embed: no semantic moment to report.
+    assert!(0.0 < lexical && lexical <= static_tier && static_tier <= semantic && semantic <= total, "{first}");
+    // Nothing new to embed: no static tier, no semantic moment to report.
     let again = ws.index();
     assert_eq!(again["embedded"], 0, "{again}");
-    assert!(again.get("seconds_to_semantic").is_none(), "{again}");
+    assert!(again.get("seconds_to_semantic").is_none() && again.get("seconds_to_static").is_none(), "{again}");
     // A save's one new text is published together with its lexical change.
     ws.write("src/extra.py", "def whisper(text):\n    return text.lower()\n");
     let save = ws.index();
