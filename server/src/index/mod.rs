@@ -327,10 +327,13 @@ impl Snapshot {
         // Only while the default search would otherwise rank by the words alone (no vector yet,
         // or the code's still missing): once the model's vectors of the code are in, they rank.
         let static_tier = if pending > 0 && (pending == m.chunks.len() || code_pending > CODE_PENDING_MAX) {
-            let print = static_tier::fingerprint(m.chunks.iter().map(|c| {
-                let path = m.files.get(c.file.to_native() as usize).map_or("", |f| f.path.as_str());
-                (join_hash([c.hash[0].to_native(), c.hash[1].to_native()]), path)
-            }));
+            let print = static_tier::fingerprint(
+                m.model_id.as_str(),
+                m.chunks.iter().map(|c| {
+                    let path = m.files.get(c.file.to_native() as usize).map_or("", |f| f.path.as_str());
+                    (join_hash([c.hash[0].to_native(), c.hash[1].to_native()]), path)
+                }),
+            );
             static_tier::StaticTier::open(&location.dir, dim, m.chunks.len(), print)
         } else {
             None

@@ -2,7 +2,7 @@
 //! table ([`crate::embed::StaticTable`]), written once right after the words are published so the
 //! first answers of a cold tree rank with vectors while the model works (BENCHMARKS.md, "A static
 //! tier trained to the code model"). One file, `static-tier.bin`, beside the manifests: magic,
-//! dimension, chunk count, the fingerprint of the chunk list it was made for, the xxh3 of the
+//! dimension, chunk count, the fingerprint of the model and chunk list it was made for, the xxh3 of the
 //! vectors, then the vectors as f32 in chunk order. A reader uses it only while the model's
 //! vectors of the code are missing and only when its fingerprint is the current manifest's;
 //! the writer deletes it once every chunk has the model's vector.
@@ -19,10 +19,13 @@ pub const STATIC_TIER_FILE: &str = "static-tier.bin";
 const MAGIC: &[u8; 8] = b"RGTIER\0\x01";
 const HEADER: usize = 8 + 4 + 4 + 8 + 8;
 
-/// The chunk list a file of vectors belongs to: each chunk's content hash, in order, with the
-/// file it is in (a rename moves a chunk, and its embedding text names the path).
-pub fn fingerprint<'a>(chunks: impl Iterator<Item = (u128, &'a str)>) -> u64 {
+/// The model and chunk list a file of vectors belongs to: the model's id (another model's
+/// queries must never search this one's table), then each chunk's content hash, in order, with
+/// the file it is in (a rename moves a chunk, and its embedding text names the path).
+pub fn fingerprint<'a>(model_id: &str, chunks: impl Iterator<Item = (u128, &'a str)>) -> u64 {
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    hasher.update(model_id.as_bytes());
+    hasher.update(&[0]);
     for (hash, path) in chunks {
         hasher.update(&hash.to_le_bytes());
         hasher.update(path.as_bytes());
@@ -33,10 +36,13 @@ pub fn fingerprint<'a>(chunks: impl Iterator<Item = (u128, &'a str)>) -> u64 {
 
 /// The fingerprint of a manifest being written.
 pub fn fingerprint_of(manifest: &Manifest) -> u64 {
-    fingerprint(manifest.chunks.iter().map(|c| {
-        let path = manifest.files.get(c.file as usize).map_or("", |f| f.path.as_str());
-        (super::manifest::join_hash(c.hash), path)
-    }))
+    fingerprint(
+        &manifest.model_id,
+        manifest.chunks.iter().map(|c| {
+            let path = manifest.files.get(c.file as usize).map_or("", |f| f.path.as_str());
+            (super::manifest::join_hash(c.hash), path)
+        }),
+    )
 }
 
 /// Writes the vectors (`dim` each, in chunk order) for the chunk list with `print` (atomic).
@@ -112,5 +118,36 @@ impl StaticTier {
 
     pub fn len(&self) -> usize {
         self.count
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fingerprint_names_the_model_the_chunks_and_their_files() {
+        let chunks = [(1u128, "a.rs"), (2, "a.rs"), (3, "b.rs")];
+        let print = |model: &str, chunks: &[(u128, &'static str)]| fingerprint(model, chunks.iter().copied());
+        let base = print("m1", &chunks);
+        assert_eq!(base, print("m1", &chunks));
+        assert_ne!(base, print("m2", &chunks), "another model's table");
+        assert_ne!(base, print("m1", &[(1, "a.rs"), (2, "b.rs"), (3, "b.rs")]), "a chunk moved to another file");
+        assert_ne!(base, print("m1", &chunks[..2]), "a chunk fewer");
+    }
+
+    #[test]
+    fn a_tier_is_read_back_only_for_its_own_fingerprint_and_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let vectors: Vec<f32> = (0..6).map(|i| i as f32).collect();
+        write(dir.path(), 3, 42, &vectors).unwrap();
+        let tier = StaticTier::open(dir.path(), 3, 2, 42).unwrap();
+        assert_eq!((tier.len(), tier.get(1)), (2, Some(&[3.0, 4.0, 5.0][..])));
+        assert!(tier.get(2).is_none());
+        assert!(StaticTier::open(dir.path(), 3, 2, 43).is_none());
+        assert!(StaticTier::open(dir.path(), 3, 3, 42).is_none());
+        assert!(StaticTier::open(dir.path(), 2, 3, 42).is_none());
+        remove(dir.path());
+        assert!(StaticTier::open(dir.path(), 3, 2, 42).is_none());
     }
 }

@@ -336,7 +336,12 @@ fn write_static_tier(
     let mut vectors = Vec::with_capacity(texts.len());
     for part in parts {
         match part {
-            None => return false,
+            None => {
+                // No table: a tier left by another model must not stand for this one's vectors
+                // (the fingerprint names the model too; this keeps the directory clean).
+                static_tier::remove(&location.dir);
+                return false;
+            }
             Some(Ok(part)) => vectors.extend(part),
             Some(Err(err)) => {
                 tracing::warn!("the static tier could not be made ({err}); the words answer until the model's vectors");
