@@ -650,21 +650,9 @@ impl Snapshot {
         accept: Option<&dyn Fn(&ChunkRef<'_>) -> bool>,
     ) -> Vec<(usize, f32)> {
         let q = query.as_slice();
-        let mut scored: Vec<(usize, f32)> = (0..tier.len())
-            .filter_map(|i| tier.get(i).map(|v| (i, crate::embed::dot(v, q))))
-            .filter(|(_, score)| score.is_finite())
-            .collect();
-        scored.sort_by(|a, b| b.1.total_cmp(&a.1));
-        let mut out = Vec::with_capacity(limit);
-        for (chunk, score) in scored {
-            if accept.is_none_or(|accept| self.chunk(chunk).is_some_and(|c| accept(&c))) {
-                out.push((chunk, score));
-                if out.len() >= limit {
-                    break;
-                }
-            }
-        }
-        out
+        let score = |chunk: usize| tier.get(chunk).map_or(f32::NAN, |v| crate::embed::dot(v, q));
+        let accepted = |chunk: usize| accept.is_none_or(|accept| self.chunk(chunk).is_some_and(|c| accept(&c)));
+        top_k(0..tier.len(), limit, &score, &accepted)
     }
 
     /// Exact top-`limit` over a range of slots.
@@ -676,27 +664,7 @@ impl Snapshot {
         slot_ok: &dyn Fn(usize) -> bool,
     ) -> Vec<(usize, f32)> {
         let q = query.as_slice();
-        let mut best: Vec<(usize, f32)> = Vec::with_capacity(limit + 1);
-        let mut floor = f32::NEG_INFINITY;
-        for slot in slots {
-            let score = self.vectors.dot(slot, q);
-            // Unit vectors give scores in [-1, 1]; anything else is damage, never a best match.
-            if !score.is_finite() || (best.len() >= limit && score <= floor) {
-                continue;
-            }
-            if !slot_ok(slot) {
-                continue;
-            }
-            let at = best.partition_point(|&(_, s)| s >= score);
-            best.insert(at, (slot, score));
-            if best.len() > limit {
-                best.pop();
-            }
-            if best.len() >= limit {
-                floor = best[best.len() - 1].1;
-            }
-        }
-        best
+        top_k(slots, limit, &|slot| self.vectors.dot(slot, q), slot_ok)
     }
 
     /// BM25 hits mapped to chunk indices. Empty when the lexical index is unavailable.
@@ -806,6 +774,37 @@ impl Snapshot {
             .map(|f| (f.path.as_str().to_string(), Language::from_u8(f.language), f.chunk_count.to_native() as usize))
             .collect()
     }
+}
+
+/// The best `limit` of `items` by `score`, best first, among those `ok` accepts (asked only of
+/// an item whose score would place: a filter can cost more than a dot product).
+fn top_k(
+    items: std::ops::Range<usize>,
+    limit: usize,
+    score: &dyn Fn(usize) -> f32,
+    ok: &dyn Fn(usize) -> bool,
+) -> Vec<(usize, f32)> {
+    let mut best: Vec<(usize, f32)> = Vec::with_capacity(limit + 1);
+    let mut floor = f32::NEG_INFINITY;
+    for item in items {
+        let score = score(item);
+        // Unit vectors give scores in [-1, 1]; anything else is damage, never a best match.
+        if !score.is_finite() || (best.len() >= limit && score <= floor) {
+            continue;
+        }
+        if !ok(item) {
+            continue;
+        }
+        let at = best.partition_point(|&(_, s)| s >= score);
+        best.insert(at, (item, score));
+        if best.len() > limit {
+            best.pop();
+        }
+        if best.len() >= limit {
+            floor = best[best.len() - 1].1;
+        }
+    }
+    best
 }
 
 fn read_current(dir: &Path) -> Result<Option<String>, IndexError> {
