@@ -69,14 +69,9 @@ def start_table(vocab: int, dim: int) -> np.ndarray:
     return rows * np.log(np.arange(vocab, dtype=np.float32) + 1.0)[:, None]
 
 
-def token_ids(texts: list[str]) -> tuple[list[np.ndarray], int]:
-    """Each text's token ids as the model reads them (truncated, special tokens dropped), and
-    the vocabulary's size."""
-    from tokenizers import Tokenizer
-
-    tok = Tokenizer.from_file(os.path.join(EM.raggrep_home(), "models", MODEL, "tokenizer.json"))
-    tok.enable_truncation(EM.MAX_TOKENS)
-    tok.no_padding()
+def token_ids(tok, texts: list[str]) -> tuple[list[np.ndarray], int]:
+    """Each text's token ids as the model reads them (`tok`: the embedder's tokenizer, truncated
+    as the model is; special tokens dropped), and the vocabulary's size."""
     out = []
     for enc in tok.encode_batch(texts):
         ids = np.array(enc.ids, dtype=np.int64)
@@ -138,7 +133,7 @@ def main() -> None:
     packages = sorted({r["package"] for r in rows})
     rng = random.Random(SEED)
     val_packages = set(rng.sample(packages, max(1, round(len(packages) * args.val_frac))))
-    ids, vocab = token_ids(texts)
+    ids, vocab = token_ids(emb.tok, texts)
     keep = [i for i, t in enumerate(ids) if len(t) > 0]
     train = [i for i in keep if rows[i]["package"] not in val_packages]
     val = [i for i in keep if rows[i]["package"] in val_packages]
