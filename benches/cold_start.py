@@ -289,18 +289,20 @@ def run_repo(binary, cache, spec, tasks, args):
             )
 
         sample("first")
+        # What every run reports; `curve` grows as the samples come in.
+        result = {
+            "repo": spec["name"],
+            "language": spec["language"],
+            "chunks": samples[-1]["chunks"],
+            "first_answer_s": round(first_s, 2),
+            "first_answer_hits": len(first_answer.get("results", [])),
+            "first_answer_peak_rss_mb": round(first_rss_kb / 1024, 1),
+            "curve": samples,
+        }
         if args.first_only:
             if pid and alive(pid):
                 os.kill(pid, 9)
-            return {
-                "repo": spec["name"],
-                "language": spec["language"],
-                "chunks": samples[-1]["chunks"],
-                "first_answer_s": round(first_s, 2),
-                "first_answer_hits": len(first_answer.get("results", [])),
-                "first_answer_peak_rss_mb": round(first_rss_kb / 1024, 1),
-                "curve": samples,
-            }
+            return result
         for target in at:
             while pid and alive(pid) and time.monotonic() - started < target:
                 peak = max(peak, peak_rss_kb(pid) or 0)
@@ -327,20 +329,15 @@ def run_repo(binary, cache, spec, tasks, args):
             for p in {c[0] for c in chunks}
             if (root / p).is_file()
         )
-        return {
-            "repo": spec["name"],
-            "language": spec["language"],
-            "lines": lines,
-            "chunks": total,
-            "first_answer_s": round(first_s, 2),
-            "first_answer_hits": len(first_answer.get("results", [])),
-            "first_answer_peak_rss_mb": round(first_rss_kb / 1024, 1),
-            "padding_packages": len(packages),
-            "every_vector_s": round(done_s, 1),
-            "background_peak_rss_mb": round(peak / 1024, 1) if peak else None,
-            "reference": reference,
-            "curve": samples,
-        }
+        result.update(
+            lines=lines,
+            chunks=total,
+            padding_packages=len(packages),
+            every_vector_s=round(done_s, 1),
+            background_peak_rss_mb=round(peak / 1024, 1) if peak else None,
+            reference=reference,
+        )
+        return result
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
