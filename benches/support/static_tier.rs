@@ -140,7 +140,7 @@ impl Embedder for StaticEmbedder<'_> {
     }
 
     fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vector>, EmbedError> {
-        texts.iter().map(|t| Ok(self.table.embed(&self.model.content_ids(t)?))).collect()
+        Ok(self.model.content_ids_of(texts)?.iter().map(|ids| self.table.embed(ids)).collect())
     }
 
     fn embed_query(&self, text: &str) -> Result<Vector, EmbedError> {

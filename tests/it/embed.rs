@@ -388,3 +388,59 @@ fn a_models_own_token_limit_truncates_its_input() {
 fn embedder_at(installed: &Assets, max_tokens: usize) -> OnnxEmbedder {
     OnnxEmbedder::load(installed.clone(), EmbedOptions { max_tokens, ..symmetric() }).unwrap()
 }
+
+/// The static tier tokenises many texts through a word memo ([`OnnxEmbedder::content_ids_of`]);
+/// its ids must be the tokenizer's own, text for text: on this repository's source (real code,
+/// cut at a model's limit and under it, at two limits), and on what the memo must hand back to
+/// the tokenizer (non-ASCII, control characters, an added token written in the text, a word
+/// longer than WordPiece reads).
+#[test]
+fn the_static_tiers_word_memo_gives_the_tokenizers_own_ids() {
+    let mut texts: Vec<String> = Vec::new();
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("server/src");
+    for (n, entry) in walkdir(&source).iter().enumerate() {
+        let text = std::fs::read_to_string(entry).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        texts.extend(lines.chunks(if n % 4 == 0 { 7 } else { 60 }).map(|piece| piece.join("\n")));
+    }
+    assert!(texts.len() > 1_000, "{} texts", texts.len());
+    texts.extend(
+        [
+            "",
+            "   \t\n  ",
+            "fn café() -> Naïve { 東京 }",
+            "let x = 1;\x0c\x07let y = [CLS] + [sep] + [MASK]x;",
+            "a\u{00a0}b\u{2003}c",
+            &"x".repeat(101),
+            &format!("{} {}", "y".repeat(100), "z".repeat(99)),
+            "HTTPServer::new(getURL()) // TODO(bob): 100% DONE!!! #[derive(Debug)] <T: ?Sized>",
+            "\r\n\tcamelCaseIdentifier snake_case_name SCREAMING_CONST kebab-case-word",
+        ]
+        .map(String::from),
+    );
+    let ascii = texts.iter().filter(|t| t.is_ascii()).count();
+    assert!(ascii * 10 > texts.len() * 9, "mostly ASCII code, so the memo is what is compared");
+    for max_tokens in [256, 40] {
+        let embedder = embedder_at(&Assets::locate(None, None).unwrap(), max_tokens);
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let memo = embedder.content_ids_of(&refs).unwrap();
+        for (text, ids) in texts.iter().zip(&memo) {
+            assert_eq!(ids, &embedder.content_ids(text).unwrap(), "max_tokens {max_tokens}, text {text:?}");
+        }
+        assert!(memo.iter().any(|ids| ids.len() == max_tokens - 2), "some texts reach the limit");
+    }
+}
+
+fn walkdir(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(walkdir(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
+    files.sort();
+    files
+}

@@ -8,6 +8,7 @@ mod assets;
 mod onnx;
 mod rerank;
 mod static_table;
+mod word_ids;
 
 use std::fmt;
 

@@ -267,14 +267,14 @@ impl OnnxEmbedder {
     /// The token ids the document model sees for `text` (truncated), without the special tokens
     /// the tokenizer adds around them (the retrieval benchmark's static tier uses this).
     pub fn content_ids(&self, text: &str) -> Result<Vec<u32>, EmbedError> {
-        let encoding = self.tokenizer.encode_fast(text, true).map_err(|e| EmbedError::Tokenize(e.to_string()))?;
-        Ok(encoding
-            .get_ids()
-            .iter()
-            .zip(encoding.get_special_tokens_mask())
-            .filter(|&(_, &s)| s == 0)
-            .map(|(&id, _)| id)
-            .collect())
+        super::word_ids::tokenizer_content_ids(&self.tokenizer, text)
+    }
+
+    /// [`Self::content_ids`] of many texts, the same ids several times faster on code: each
+    /// distinct word goes through the tokenizer's WordPiece once ([`super::word_ids`]).
+    pub fn content_ids_of(&self, texts: &[&str]) -> Result<Vec<Vec<u32>>, EmbedError> {
+        let mut words = super::word_ids::WordIds::new(&self.tokenizer);
+        texts.iter().map(|t| words.content_ids(t)).collect()
     }
 
     /// The document model's vector for each token alone (the tokenizer's specials around it):
@@ -518,7 +518,8 @@ impl Embedder for OnnxEmbedder {
                     .ok()
             })
             .as_ref()?;
-        Some(texts.iter().map(|t| Ok(table.embed(&self.content_ids(t)?))).collect())
+        let mut words = super::word_ids::WordIds::new(&self.tokenizer);
+        Some(texts.iter().map(|t| Ok(table.embed(&words.content_ids(t)?))).collect())
     }
 
     fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vector>, EmbedError> {

@@ -1,7 +1,7 @@
 //! The static tier: a vector per token of the document model's vocabulary, trained so that the
 //! sum over a chunk's tokens points where the model's own vector of the chunk does
 //! (research/training/fit_static_tier.py, training packages only). A chunk's static vector costs
-//! a tokenisation and a sum — ~4,000 chunks a second on one core against ~40 for the model — so
+//! a tokenisation and a sum — ~15,000 chunks a second on one core against ~25 for the model — so
 //! a fresh tree has a vector for every chunk in seconds, searched with the model's own query
 //! vectors, while the model works through the chunks (BENCHMARKS.md, "A static tier trained to
 //! the code model").

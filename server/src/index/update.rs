@@ -324,7 +324,7 @@ fn write_static_tier(
         return true;
     }
     let texts: Vec<&str> = to_embed.texts.iter().map(|(_, text)| text.as_str()).collect();
-    // Tokenising is most of the cost (~4,000 chunks a second on one core): every core takes a
+    // Tokenising is most of the cost (~15,000 chunks a second on one core): every core takes a
     // share, so a first query on a cold tree waits for it as little as it can.
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
     let share = texts.len().div_ceil(threads).max(1);
