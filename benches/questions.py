@@ -178,14 +178,18 @@ def is_shim(text):
     return not own
 
 
-def mismatches(checkout, targets):
-    """Targets that do not match the pinned source: file absent, span past its end, or a whole
-    file that is now a shim. Listed, still scored: the published numbers score them too."""
+def mismatches(checkout, targets, prefix=""):
+    """Targets that do not match the pinned source: file absent, outside the benchmark root (the
+    part of the repository that is indexed), span past its end, or a whole file that is now a
+    shim. Listed, still scored: the published numbers score them too."""
     out = []
     for path, start, end in targets:
         file = checkout / path
         if not file.is_file():
             out.append(f"{path}: no such file")
+            continue
+        if prefix and not path.startswith(prefix.rstrip("/") + "/") and not (checkout / prefix / path).is_file():
+            out.append(f"{path}: outside the benchmark root {prefix} (not indexed)")
             continue
         text = file.read_text(encoding="utf-8", errors="replace")
         if end is not None:
@@ -253,7 +257,7 @@ def evaluate_repo(binary, cache, spec, tasks, args):
                 "held": held,
                 "targets": [f"{p}:{s}-{e}" if s is not None else p for p, s, e in task["targets"]],
                 "top": [f"{p}:{s}-{e}" for p, s, e in hits],
-                "mismatched": mismatches(checkout, task["targets"]),
+                "mismatched": mismatches(checkout, task["targets"], prefix),
             }
         )
     return {
