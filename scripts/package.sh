@@ -146,10 +146,6 @@ cp -r "$stage/share/raggrep/models" "$stage/share/raggrep/runtime" "$vstage/shar
 # MCP), and their 23 MB each would break the extension's 60 MB budget: the extension's server
 # says "no reranker is installed" if asked.
 rm -f "$vstage"/share/raggrep/models/*/rerank-model.*
-# The static tier's table (11.8 MB, ~10 MB packed) would break it too: the editor's server answers
-# a fresh workspace from the words until the model's vectors are in, as before the tier; the
-# tarball's CLI, language server and MCP server have it.
-rm -f "$vstage"/share/raggrep/models/*/static-table.bin
 rm -rf "$vstage/share/raggrep/models/$(basename "$plain")"
 # The manifest lists every shipped model, most of which the extension leaves out (THIRD_PARTY.md,
 # which it carries, says what the one it holds is).

@@ -89,11 +89,12 @@ if [ -f "$platform_vsix" ]; then
   missing=""
   for needed in extension/bin/raggrep extension/dist/extension.js extension/share/raggrep/models/all-minilm-l6-v2-code2-int8/model.onnx \
     extension/share/raggrep/models/all-minilm-l6-v2-code2-int8/query-model.onnx extension/share/raggrep/models/all-minilm-l6-v2-code2-int8/tokenizer.json \
-    extension/share/raggrep/models/all-minilm-l6-v2-code2-int8/LICENSE extension/share/raggrep/runtime/onnxruntime-1.31.1/libonnxruntime.so.1.31.1; do
+    extension/share/raggrep/models/all-minilm-l6-v2-code2-int8/LICENSE extension/share/raggrep/models/all-minilm-l6-v2-code2-int8/static-table.bin \
+    extension/share/raggrep/runtime/onnxruntime-1.31.1/libonnxruntime.so.1.31.1; do
     grep -qxF "$needed" <<<"$entries" || missing="$missing $needed"
   done
   if [ -z "$unexpected" ] && [ -z "$missing" ]; then
-    ok "the platform .vsix holds the extension, bin/raggrep, the model with its licence and the runtime, nothing else ($(wc -l <<<"$entries") entries)"
+    ok "the platform .vsix holds the extension, bin/raggrep, the model with its licence and static table, and the runtime, nothing else ($(wc -l <<<"$entries") entries)"
   else
     fail "platform .vsix contents: unexpected [${unexpected//$'\n'/ }], missing [$missing]"
   fi
