@@ -518,8 +518,7 @@ impl Embedder for OnnxEmbedder {
                     .ok()
             })
             .as_ref()?;
-        let mut words = super::word_ids::WordIds::new(&self.tokenizer);
-        Some(texts.iter().map(|t| Ok(table.embed(&words.content_ids(t)?))).collect())
+        Some(self.content_ids_of(texts).map(|all| all.iter().map(|ids| table.embed(ids)).collect()))
     }
 
     fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vector>, EmbedError> {
