@@ -416,10 +416,12 @@ fn main() {
     }
     // --static-tier: chunks embedded by the static table only (the first tier before the
     // transformer pass), searched with the model's query vectors.
-    // --static-rows PATH: a trained table (research/training/fit_static_tier.sh) instead of the
-    // distilled one; its file name is part of the indexes' name, so two tables never share them.
-    let static_rows = arg("--static-rows").map(PathBuf::from);
-    let static_tier = args.iter().any(|a| a == "--static-tier") || static_rows.is_some();
+    // --static-table PATH: a trained table as the engine reads it (research/training/
+    // fit_static_tier.sh export; the shipped one is models/all-minilm-l6-v2-code2-static.bin)
+    // instead of the distilled one; its file name is part of the indexes' name, so two tables
+    // never share them.
+    let static_table = arg("--static-table").map(PathBuf::from);
+    let static_tier = args.iter().any(|a| a == "--static-tier") || static_table.is_some();
     if static_tier {
         // Static vectors must never reach the machine-wide cache under the model's id.
         options.shared_cache = None;
@@ -433,7 +435,7 @@ fn main() {
         "h-{:?}-t{}{}{}",
         options.chunk.header,
         options.chunk.max_tokens,
-        match (&static_rows, static_tier) {
+        match (&static_table, static_tier) {
             (Some(path), _) => format!("-static-{}", path.file_stem().map(|s| s.to_string_lossy()).unwrap_or_default()),
             (None, true) => "-static".to_string(),
             (None, false) => String::new(),
@@ -488,12 +490,16 @@ fn main() {
             .unwrap();
     let table = static_tier.then(|| {
         let t = Instant::now();
-        let (path, table) = match &static_rows {
-            Some(path) => (path.clone(), static_tier::StaticTable::from_rows(path, &embedder).unwrap()),
+        let (path, table) = match &static_table {
+            Some(path) => {
+                let table = raggrep::embed::StaticTable::load(path, embedder.info().dim, embedder.vocab_size())
+                    .unwrap_or_else(|e| panic!("--static-table: {e}"));
+                (path.clone(), static_tier::Table::Shipped(table))
+            }
             None => {
                 let path = static_tier::StaticTable::path(&bench_dir(), embedder.info());
                 let table = static_tier::StaticTable::load_or_distill(&path, &embedder, &mut |_, _| {}).unwrap();
-                (path, table)
+                (path, static_tier::Table::Distilled(table))
             }
         };
         eprintln!("static table ready in {:.1}s ({})", t.elapsed().as_secs_f64(), path.display());

@@ -67,23 +67,6 @@ impl StaticTable {
         Ok(table)
     }
 
-    /// A trained table (research/training/fit_static_tier.py's output): the rows as little-endian
-    /// f32, vocabulary × dimension, each already divided by the weight [`Self::embed`] gives it.
-    pub fn from_rows(path: &Path, model: &OnnxEmbedder) -> Result<StaticTable, String> {
-        let (vocab, dim) = (model.vocab_size(), model.info().dim);
-        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        if bytes.len() != vocab * dim * 4 {
-            return Err(format!(
-                "{}: {} bytes, a {vocab}×{dim} table has {}",
-                path.display(),
-                bytes.len(),
-                vocab * dim * 4
-            ));
-        }
-        let rows = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-        Ok(StaticTable { dim, rows })
-    }
-
     fn encode(&self) -> Vec<u8> {
         let body: &[u8] = bytemuck::cast_slice(&self.rows);
         let mut out = Vec::with_capacity(body.len() + 32);
@@ -128,10 +111,26 @@ impl StaticTable {
     }
 }
 
+/// Which table a [`StaticEmbedder`] sums: the distilled one above, or a trained one as the engine
+/// ships and reads it (`--static-table PATH`: fit_static_tier.sh's export).
+pub enum Table {
+    Distilled(StaticTable),
+    Shipped(raggrep::embed::StaticTable),
+}
+
+impl Table {
+    fn embed(&self, ids: &[u32]) -> Vector {
+        match self {
+            Table::Distilled(table) => table.embed(ids),
+            Table::Shipped(table) => table.embed(ids),
+        }
+    }
+}
+
 /// Documents from the static table, queries from the model: the first tier's embedder.
 pub struct StaticEmbedder<'a> {
     pub model: &'a OnnxEmbedder,
-    pub table: &'a StaticTable,
+    pub table: &'a Table,
 }
 
 impl Embedder for StaticEmbedder<'_> {

@@ -4,7 +4,8 @@
 Usage:  research/training/fit_static_tier.sh embed
         research/training/fit_static_tier.sh fit --out ROWS.f32 [--epochs N] [--lr X] [--l2 X]
         (the measured run, 2026-11-30: RAGGREP_TRAIN_THREADS=2 for embed, then fit --epochs 8 --out …;
-        then `cargo bench --bench retrieval -- --split tune --no-baseline --static-rows ROWS.f32`)
+        then export --rows ROWS.f32 --out TABLE.bin and
+        `cargo bench --bench retrieval -- --split tune --no-baseline --static-table TABLE.bin`)
 
 Why: a chunk's vector from a table of token vectors costs microseconds where the code model
 costs ~30 ms, so every chunk of a fresh repository could have a vector at once. Distilled
@@ -279,13 +280,6 @@ def export(rows_path: str, out: str, min_count: int) -> None:
     print(f"wrote {out}: {len(kept)} of {vocab} tokens (trained on >= {min_count} chunks) x {dim}, 4-bit; "
           f"row cosine to the f32 rows mean {cos.mean():.4f} min {cos.min():.4f}, "
           f"{os.path.getsize(out)} bytes, sha256 {hashlib.sha256(open(out, 'rb').read()).hexdigest()}")
-    # The same rows as the bench reads them (f32, divided by its weight; left-out tokens zero),
-    # to measure the shipped table on the project's benchmark (`--static-rows`).
-    full = np.zeros((vocab, dim), dtype=np.float32)
-    full[kept] = back
-    w = weight.copy()
-    w[0] = 1.0
-    (full / w).astype("<f4").tofile(out + ".rows.f32")
 
 
 if __name__ == "__main__":
