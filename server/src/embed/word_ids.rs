@@ -74,8 +74,13 @@ impl<'t> Shortcut<'t> {
             return None;
         }
         let specials = tokenizer.encode_fast("", true).ok()?.get_ids().len();
+        // The shortcut stops reading at the limit: it keeps a text's beginning, as truncation
+        // from the right does.
         let limit = match tokenizer.get_truncation() {
-            Some(truncation) => truncation.max_length.checked_sub(specials)?,
+            Some(truncation) if truncation.direction == tokenizers::TruncationDirection::Right => {
+                truncation.max_length.checked_sub(specials)?
+            }
+            Some(_) => return None,
             None => usize::MAX,
         };
         let added = tokenizer.get_added_tokens_decoder().values().map(|t| t.content.to_ascii_lowercase()).collect();
@@ -210,5 +215,16 @@ mod tests {
             words.content_ids("fn parse(x)").unwrap(),
             tokenizer_content_ids(&tokenizer, "fn parse(x)").unwrap()
         );
+        // Truncation that keeps a text's end: the shortcut, which stops reading, cannot.
+        let mut from_left = bert(4);
+        let truncation = tokenizers::TruncationParams {
+            max_length: 4,
+            direction: tokenizers::TruncationDirection::Left,
+            ..Default::default()
+        };
+        from_left.with_truncation(Some(truncation)).unwrap();
+        let mut words = WordIds::new(&from_left);
+        assert!(words.shortcut.is_none());
+        assert_eq!(words.content_ids("fn x parse").unwrap(), tokenizer_content_ids(&from_left, "fn x parse").unwrap());
     }
 }
