@@ -70,6 +70,13 @@ def start_table(vocab: int, dim: int) -> np.ndarray:
     return rows * np.log(np.arange(vocab, dtype=np.float32) + 1.0)[:, None]
 
 
+def validation_packages(rows: list[dict], frac: float) -> set[str]:
+    """The packages held out of the fit (a seeded draw): the fit stops on them, the export keeps
+    only tokens the other packages trained."""
+    packages = sorted({r["package"] for r in rows})
+    return set(random.Random(SEED).sample(packages, max(1, round(len(packages) * frac))))
+
+
 def token_ids(tok, texts: list[str]) -> tuple[list[np.ndarray], int]:
     """Each text's token ids as the model reads them (`tok`: the embedder's tokenizer, truncated
     as the model is; special tokens dropped), and the vocabulary's size."""
@@ -119,7 +126,7 @@ def main() -> None:
     if args.step == "export":
         if not (args.rows and args.out):
             sys.exit("export needs --rows (a fit's output) and --out")
-        export(args.rows, args.out, args.min_count)
+        export(args.rows, args.out, args.min_count, args.val_frac)
         return
     rows = [r for r in pool_rows() if len(r["text"].strip()) > 0]
     emb = EM.Embedder(MODEL)
@@ -133,9 +140,7 @@ def main() -> None:
     if not args.out:
         sys.exit("fit needs --out")
 
-    packages = sorted({r["package"] for r in rows})
-    rng = random.Random(SEED)
-    val_packages = set(rng.sample(packages, max(1, round(len(packages) * args.val_frac))))
+    val_packages = validation_packages(rows, args.val_frac)
     ids, vocab = token_ids(emb.tok, texts)
     keep = [i for i, t in enumerate(ids) if len(t) > 0]
     train = [i for i in keep if rows[i]["package"] not in val_packages]
@@ -235,7 +240,7 @@ def nibble_codes(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return best_codes.astype(np.int8), best_scale.astype(np.float32)
 
 
-def export(rows_path: str, out: str, min_count: int) -> None:
+def export(rows_path: str, out: str, min_count: int, val_frac: float) -> None:
     """The table the engine reads (server/src/embed/static_table.rs), version 3: magic; dim,
     vocabulary and the number of rows kept (u32 each); the kept token ids (u32, ascending); a
     f32 scale per kept row; the rows as 4-bit codes, two a byte, low nibble first, each code
@@ -253,8 +258,7 @@ def export(rows_path: str, out: str, min_count: int) -> None:
     rows = raw.reshape(vocab, dim) * weight
     # Which tokens the fit trained, and on how many chunks: the fit's own split.
     pool = [r for r in pool_rows() if len(r["text"].strip()) > 0]
-    packages = sorted({r["package"] for r in pool})
-    val_packages = set(random.Random(SEED).sample(packages, max(1, round(len(packages) * 0.2))))
+    val_packages = validation_packages(pool, val_frac)
     emb = EM.Embedder(MODEL)
     ids, tok_vocab = token_ids(emb.tok, [r["text"] for r in pool])
     if tok_vocab != vocab:
