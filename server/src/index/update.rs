@@ -66,8 +66,8 @@ pub struct IndexOptions {
     /// update). For a quick publish of what the disk says, as at shutdown.
     pub embed: bool,
     /// With `embed` false, a fresh index gets its static tier ([`static_tier`]) only when it has
-    /// at most this many chunks: the one-shot first query waits for it (~2 s per 10,000 chunks on
-    /// two cores) and sets a bound; 0 (the default) never, as for a quick publish at shutdown.
+    /// at most this many chunks: the one-shot first query waits for it (~0.35 s per 10,000 chunks
+    /// on two cores) and sets a bound; 0 (the default) never, as for a quick publish at shutdown.
     /// An update that embeds always writes it for a fresh index, before the model starts.
     pub static_tier_max_chunks: usize,
     /// The machine-wide embedding cache to read before running the model and to fill after
