@@ -265,7 +265,8 @@ impl OnnxEmbedder {
     }
 
     /// The token ids the document model sees for `text` (truncated), without the special tokens
-    /// the tokenizer adds around them (the retrieval benchmark's static tier uses this).
+    /// the tokenizer adds around them: the tokenizer's own answer, which [`Self::content_ids_of`]
+    /// (the static tier's) is tested against.
     pub fn content_ids(&self, text: &str) -> Result<Vec<u32>, EmbedError> {
         super::word_ids::tokenizer_content_ids(&self.tokenizer, text)
     }
