@@ -43,7 +43,11 @@ def main() -> None:
     options.inter_op_num_threads = 1
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     session = ort.InferenceSession(
-        os.path.join(args.model_dir, "model.onnx"), options, providers=["CPUExecutionProvider"]
+        os.path.join(args.model_dir, "model.onnx"),
+        options,
+        providers=["CPUExecutionProvider"],
+        # As the engine builds its sessions (server/src/embed/onnx.rs, `new_session`).
+        disabled_optimizers=["SkipLayerNormFusion"],
     )
     input_names = {i.name for i in session.get_inputs()}
 

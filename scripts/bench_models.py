@@ -60,7 +60,9 @@ def make_session(path: Path, threads: int) -> ort.InferenceSession:
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.log_severity_level = 3
-    return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    # As the engine builds its sessions (server/src/embed/onnx.rs, `new_session`).
+    return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"],
+                                disabled_optimizers=["SkipLayerNormFusion"])
 
 
 def embed_all(sess, encs, batch: int) -> np.ndarray:

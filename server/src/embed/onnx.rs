@@ -482,6 +482,13 @@ pub(super) fn new_session(
         .map_err(|e| model_error(e.to_string()))?
         .with_optimization_level(GraphOptimizationLevel::Level3)
         .map_err(|e| model_error(e.to_string()))?
+        // ONNX Runtime's fused skip layer norm (residual add + layer norm in one kernel) is
+        // slower on CPU than the two kernels it replaces: the default model indexes 100k lines of
+        // Java in 79 s without it against 113 s with it (BENCHMARKS.md, "The model's graph and
+        // its kernels"). The int8 activations after it round a little differently (cosine 0.999
+        // to the fused kernel's vectors, as another CPU's integer kernels give).
+        .with_disabled_optimizers("SkipLayerNormFusion")
+        .map_err(|e| model_error(e.to_string()))?
         .with_intra_threads(threads)
         .map_err(|e| model_error(e.to_string()))?
         .with_inter_threads(1)
