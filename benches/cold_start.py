@@ -177,6 +177,8 @@ def reference_rate(binary, root, env, chunks, threads):
 # A package bigger than this (generated bindings, vendored C libraries) is left out of the
 # padding: one would be a tenth of a 1M-line tree.
 MAX_PACKAGE_LINES = 60_000
+
+
 def tree_lines(directory):
     """Lines of the text files under `directory` (no NUL byte in their first 8 KiB): about what
     the index will hold, which is how the result's line count is taken (a narrower count, of a

@@ -124,7 +124,6 @@ def nan_guards(g, producer, consumers, drop, renamed, replaced, counts) -> None:
         counts["nan_guards"] += 1
 
 
-
 def gelus(g, producer, consumers, drop, renamed, replaced, counts) -> None:
     """x * 0.5 * (1 + erf(x / sqrt 2)) -> com.microsoft.Gelu(x)."""
     outputs = {o.name for o in g.output}
@@ -135,24 +134,16 @@ def gelus(g, producer, consumers, drop, renamed, replaced, counts) -> None:
         if div is None or div.op_type != "Div" or abs((scalar(g, div.input[1]) or 0.0) - 2**0.5) > 1e-5:
             continue
         x = div.input[0]
-        passed = [div, erf]
-        after = consumers[erf.output[0]]
-        if len(after) != 1 or after[0].op_type != "Add":
+        add = sole(consumers, erf.output[0], "Add")
+        if add is None or scalar(g, next(i for i in add.input if i != erf.output[0])) != 1.0:
             continue
-        add = after[0]
-        if scalar(g, next(i for i in add.input if i != erf.output[0])) != 1.0:
+        half = sole(consumers, add.output[0], "Mul")
+        if half is None or scalar(g, next(i for i in half.input if i != add.output[0])) != 0.5:
             continue
-        after = consumers[add.output[0]]
-        if len(after) != 1 or after[0].op_type != "Mul":
+        mul = sole(consumers, half.output[0], "Mul")
+        if mul is None or x not in mul.input:
             continue
-        half = after[0]
-        if scalar(g, next(i for i in half.input if i != add.output[0])) != 0.5:
-            continue
-        after = consumers[half.output[0]]
-        if len(after) != 1 or after[0].op_type != "Mul" or x not in after[0].input:
-            continue
-        mul = after[0]
-        passed += [add, half, mul]
+        passed = [div, erf, add, half, mul]
         if any(c.output[0] in outputs for c in passed[:-1]):
             continue
         if any(len(consumers[c.output[0]]) != 1 for c in passed[:-1]):
@@ -162,6 +153,12 @@ def gelus(g, producer, consumers, drop, renamed, replaced, counts) -> None:
             "Gelu", [x], [mul.output[0]], name=f"raggrep_gelu_{counts['gelus']}", domain="com.microsoft"
         )
         counts["gelus"] += 1
+
+
+def sole(consumers: dict, name: str, op: str) -> onnx.NodeProto | None:
+    """The one node that reads tensor `name`, if there is one and it is an `op`."""
+    after = consumers.get(name, [])
+    return after[0] if len(after) == 1 and after[0].op_type == op else None
 
 
 def chain(producer: dict, name: str, ops: list[str]) -> tuple[str, list[onnx.NodeProto]] | None:
@@ -194,20 +191,15 @@ def attention(g, producer, consumers, drop, renamed, replaced, counts) -> None:
             continue
         q = chain(producer, product.input[0], ["Mul", "Transpose", "Reshape"])
         k = chain(producer, product.input[1], ["Mul", "Reshape", "Transpose", "Reshape", "Transpose", "Reshape"])
-        after = consumers[softmax.output[0]]
-        if q is None or k is None or len(after) != 1 or after[0].op_type != "MatMul":
-            continue
-        weighted = after[0]
-        if weighted.input[0] != softmax.output[0]:
+        weighted = sole(consumers, softmax.output[0], "MatMul")
+        if q is None or k is None or weighted is None or weighted.input[0] != softmax.output[0]:
             continue
         v = chain(producer, weighted.input[1], ["Transpose", "Reshape"])
-        after = consumers[weighted.output[0]]
-        if v is None or len(after) != 1 or after[0].op_type != "Transpose":
+        heads = sole(consumers, weighted.output[0], "Transpose")
+        heads_back = sole(consumers, heads.output[0], "Reshape") if heads is not None else None
+        if v is None or heads_back is None:
             continue
-        heads_back = consumers[after[0].output[0]]
-        if len(heads_back) != 1 or heads_back[0].op_type != "Reshape":
-            continue
-        out = heads_back[0].output[0]
+        out = heads_back.output[0]
         # Head size: the last entry of the query's reshape target; the hidden size: its bias.
         q_reshape = q[1][2]
         shape = producer.get(q_reshape.input[1])
@@ -228,7 +220,7 @@ def attention(g, producer, consumers, drop, renamed, replaced, counts) -> None:
             cast = helper.make_node("Cast", ["attention_mask"], [mask], to=onnx.TensorProto.INT32,
                                     name="raggrep_attention_mask_cast")
             g.node.append(cast)
-        replaced[id(heads_back[0])] = helper.make_node(
+        replaced[id(heads_back)] = helper.make_node(
             "MultiHeadAttention", [q[0], k[0], v[0], "", mask], [out],
             name=f"raggrep_attention_{counts['attentions']}", domain="com.microsoft",
             num_heads=hidden // int(head),
