@@ -374,11 +374,27 @@ pub fn is_test_container(container: &str) -> bool {
     container.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-')).any(is_test_name)
 }
 
+/// A chunk of test code inside a file that is not test-like: it sits in a test module or class
+/// (a Rust `mod tests`), or it is such a module whole (a small `mod tests` is one chunk). Only a
+/// module's own name counts: a function named like `create_test_db` is as often the code as
+/// its test.
+pub fn is_test_chunk(container: &str, symbol: &str, is_module: bool) -> bool {
+    is_test_container(container) || (is_module && is_test_container(symbol))
+}
+
 /// Implementation code: a file with a grammar that is neither test-like nor a declaration file.
 /// The index embeds it first ([`crate::index`]'s embedding order), and its vectors are the ones
 /// an answer to a question about the code needs.
 pub fn is_implementation(path: &str, language: Language) -> bool {
     language.grammar().is_some() && !is_test_like(path) && !is_declaration_file(path)
+}
+
+/// A chunk of implementation code: in an implementation file ([`is_implementation`]) and not a
+/// unit test kept inside it ([`is_test_chunk`]). In Rust sources such tests are often as many
+/// lines as the code (two fifths of one search engine's `src/`), so the index embeds them with
+/// the tests, after the code, and the default search does not wait for their vectors.
+pub fn is_implementation_chunk(path: &str, language: Language, container: &str, symbol: &str, is_module: bool) -> bool {
+    is_implementation(path, language) && !is_test_chunk(container, symbol, is_module)
 }
 
 /// A declaration file: TypeScript's `.d.ts` (`.d.mts`, `.d.cts`), a Python stub (`.pyi`) or an

@@ -989,6 +989,7 @@ mod tests {
             chunks: 900,
             embedded: 850,
             pending: 50,
+            code_pending: 20,
             skipped: 3,
             model: "all-minilm-l6-v2-int8".into(),
             dim: 384,

@@ -416,6 +416,11 @@ fn the_model_embeds_open_files_then_code_then_tests_and_stubs_then_prose() {
     write("c_src/core.py", "def core_marker():\n    return 1\n");
     write("a_types/core.pyi", "def stub_marker() -> int: ...\n");
     write("z_open/editing.py", "def open_marker():\n    return 2\n");
+    // Unit tests kept in a source file's test module wait with the tests.
+    write(
+        "a_src/engine.rs",
+        "pub fn engine_marker() -> u32 {\n    1\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn inline_test_marker() {\n        assert_eq!(super::engine_marker(), 1);\n    }\n}\n",
+    );
     let location = IndexLocation::new(dir.path(), None).unwrap();
     let embedder = RecordingEmbedder(FakeEmbedder::new(64), Mutex::new(Vec::new()));
     let mut overlays = std::collections::HashMap::new();
@@ -431,6 +436,8 @@ fn the_model_embeds_open_files_then_code_then_tests_and_stubs_then_prose() {
     assert!(order[0] < order[1] && order[1] < order[2], "{texts:#?}");
     assert!(order[2] < order[3] && order[2] < order[4], "{texts:#?}");
     assert!(order[1] < order[5] && order[5] < order[3] && order[5] < order[4], "{texts:#?}");
+    let (code, unit_test) = (position("pub fn engine_marker"), position("fn inline_test_marker"));
+    assert!(code < order[2] && order[1] < unit_test && unit_test < order[3] && unit_test < order[4], "{texts:#?}");
 }
 
 #[test]

@@ -223,7 +223,11 @@ pub fn print_status(out: &mut impl Write, status: &IndexStatus) -> io::Result<()
     writeln!(out, "root:          {}", s.root)?;
     writeln!(out, "index:         {}", s.index_dir)?;
     writeln!(out, "files:         {} ({} skipped)", s.files, s.skipped)?;
-    writeln!(out, "chunks:        {} ({} embedded, {} pending)", s.chunks, s.embedded, s.pending)?;
+    writeln!(
+        out,
+        "chunks:        {} ({} embedded, {} pending, {} of them code)",
+        s.chunks, s.embedded, s.pending, s.code_pending
+    )?;
     writeln!(out, "model:         {} ({}-d)", s.model, s.dim)?;
     if let Some(what_to_do) = &status.model_mismatch {
         writeln!(out, "               {what_to_do}")?;

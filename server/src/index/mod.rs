@@ -162,6 +162,10 @@ pub struct IndexStats {
     pub chunks: usize,
     pub embedded: usize,
     pub pending: usize,
+    /// Of `pending`, chunks of implementation code (not tests, docs or text): while more than a
+    /// few wait, the default search ranks by the words and the static tier, not yet by the
+    /// model's vectors ([`Snapshot::code_embedded`]).
+    pub code_pending: usize,
     pub skipped: usize,
     pub model: String,
     pub dim: usize,
@@ -315,13 +319,26 @@ impl Snapshot {
         // no path here.
         let mut code_pending = 0;
         for file in m.files.iter().filter(|_| pending > 0) {
-            if !crate::lang::is_implementation(file.path.as_str(), Language::from_u8(file.language)) {
+            let language = Language::from_u8(file.language);
+            if !crate::lang::is_implementation(file.path.as_str(), language) {
                 continue;
             }
             let start = file.first_chunk.to_native() as usize;
             let end = start + file.chunk_count.to_native() as usize;
             if let Some(chunks) = m.chunks.get(start..end) {
-                code_pending += chunks.iter().filter(|c| c.slot.to_native() == NO_SLOT).count();
+                code_pending += chunks
+                    .iter()
+                    .filter(|c| {
+                        c.slot.to_native() == NO_SLOT
+                            && crate::lang::is_implementation_chunk(
+                                file.path.as_str(),
+                                language,
+                                c.container.as_str(),
+                                c.symbol.as_str(),
+                                ChunkKind::from_u8(c.kind) == ChunkKind::Module,
+                            )
+                    })
+                    .count();
             }
         }
         // Only while the default search would otherwise rank by the words alone (no vector yet,
@@ -489,7 +506,8 @@ impl Snapshot {
     /// ahead of what has none: on cold tune trees of semble's benchmark the default search fell
     /// from the words' 0.73-0.88 NDCG@10 to 0.49-0.71 with 1-44 % of the vectors, and abseil's
     /// from 0.807 to 0.700 with 91 % of its implementation embedded (BENCHMARKS.md, "Cold
-    /// start"). Tests, docs and text still waiting do not hold it back.
+    /// start"). Tests (unit tests inside a source file too), docs and text still waiting do not
+    /// hold it back.
     pub fn code_embedded(&self) -> bool {
         self.code_pending <= CODE_PENDING_MAX
     }
@@ -714,6 +732,7 @@ impl Snapshot {
             chunks: m.chunks.len(),
             embedded: m.chunks.len() - self.pending,
             pending: self.pending,
+            code_pending: self.code_pending,
             skipped: m.skipped.len(),
             model: m.model_id.as_str().to_string(),
             dim: self.dim(),

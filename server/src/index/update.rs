@@ -572,6 +572,10 @@ struct ToEmbed {
     texts: Vec<(u128, String)>,
     /// Indices into the new manifest's chunks, by key.
     waiting: HashMap<u128, Vec<usize>>,
+    /// How many of `texts` come first in the embedding order: the open files' and the code's
+    /// (`embedding_order`). The update publishes when they are done: from then on the default
+    /// search ranks by the model's vectors (`Snapshot::code_embedded`).
+    code_texts: usize,
 }
 
 impl ToEmbed {
@@ -846,8 +850,8 @@ fn order_embedding(location: &IndexLocation, options: &IndexOptions, chunked: &m
     } else {
         HashMap::new()
     };
-    let ToEmbed { texts, waiting } = &mut chunked.to_embed;
-    embedding_order(texts, waiting, &chunked.chunks, &chunked.files, &urgent, &recent);
+    let ToEmbed { texts, waiting, code_texts } = &mut chunked.to_embed;
+    *code_texts = embedding_order(texts, waiting, &chunked.chunks, &chunked.files, &urgent, &recent);
 }
 
 /// When the embedding stage publishes.
@@ -891,10 +895,12 @@ fn embed_pending(
     });
     progress(Progress::Embedding { done, total });
     let batches = to_embed.texts.len().div_ceil(options.embed_batch.max(1));
+    let mut texts_done = 0;
     for (number, batch) in to_embed.texts.chunks(options.embed_batch.max(1)).enumerate() {
         if cancelled(options) {
             break;
         }
+        let batch_texts = batch.len();
         let (cached, batch) = look_up(&mut shared, batch);
         let (mut embedded, failed) = embed_isolating_failures(embedder, &batch);
         store(&mut shared, &embedded);
@@ -926,8 +932,12 @@ fn embed_pending(
         }
         manifest.vector_slots = appender.slots() as u64;
         progress(Progress::Embedding { done, total });
+        // The code's last vector is worth publishing at once: the answers change most then.
+        let code_done = texts_done < to_embed.code_texts && texts_done + batch_texts >= to_embed.code_texts;
+        texts_done += batch_texts;
+        let due = last_publish.elapsed() >= publish_after || (code_done && publishes == Publishes::Periodic);
         // After the last batch the caller publishes anyway.
-        if last_publish.elapsed() >= publish_after && number + 1 < batches {
+        if due && number + 1 < batches {
             publish_after = options.commit_interval;
             appender.sync()?;
             manifest.generation += 1;
@@ -955,12 +965,12 @@ const RECENCY_MIN_TEXTS: usize = 64;
 const PUBLISH_ONCE_MAX_TEXTS: usize = 4;
 
 /// Orders the texts to embed so the model's time goes where answers are wanted first: files
-/// the editor has open or just named; then code; then tests, examples, benchmarks and declaration
-/// files (`.d.ts`, `.pyi`: the ranking puts them after the code they declare too); then
+/// the editor has open or just named; then code; then tests (their files' and those kept in a
+/// test module of a source file), examples, benchmarks and declaration files (`.d.ts`, `.pyi`: the ranking puts them after the code they declare too); then
 /// prose and plain text (Markdown, files without a grammar). Within a class, files of the
 /// latest commits first (`recent`: git's history; after a clone every mtime is the same), then
 /// the most recently modified, then file order. Chunks of one text share an order (its first
-/// chunk's).
+/// chunk's). Returns how many texts come before the tests: the open files' and the code's.
 fn embedding_order(
     pending: &mut [(u128, String)],
     waiting: &HashMap<u128, Vec<usize>>,
@@ -968,18 +978,16 @@ fn embedding_order(
     files: &[FileEntry],
     urgent: &std::collections::HashSet<&str>,
     recent: &HashMap<String, u32>,
-) {
+) -> usize {
     let rank = |key: &u128| {
-        let file = waiting
-            .get(key)
-            .and_then(|w| w.first())
-            .and_then(|&c| chunks.get(c))
-            .and_then(|c| files.get(c.file as usize));
-        let Some(file) = file else { return (4u8, 0u32, 0u64) };
+        let chunk = waiting.get(key).and_then(|w| w.first()).and_then(|&c| chunks.get(c));
+        let Some((chunk, file)) = chunk.and_then(|c| Some((c, files.get(c.file as usize)?))) else {
+            return (4u8, 0u32, 0u64);
+        };
         let language = Language::from_u8(file.language);
         let class = if urgent.contains(file.path.as_str()) {
             0
-        } else if crate::lang::is_implementation(&file.path, language) {
+        } else if is_code_chunk(chunk, file) {
             1
         } else if language.grammar().is_some() {
             2
@@ -990,6 +998,18 @@ fn embedding_order(
         (class, recent.get(&file.path).copied().unwrap_or(u32::MAX), u64::MAX - file.mtime_ns)
     };
     pending.sort_by_cached_key(|(key, _)| rank(key));
+    pending.iter().take_while(|(key, _)| rank(key).0 <= 1).count()
+}
+
+/// [`crate::lang::is_implementation_chunk`] of a chunk being written.
+fn is_code_chunk(chunk: &ChunkEntry, file: &FileEntry) -> bool {
+    crate::lang::is_implementation_chunk(
+        &file.path,
+        Language::from_u8(file.language),
+        &chunk.container,
+        &chunk.symbol,
+        ChunkKind::from_u8(chunk.kind) == ChunkKind::Module,
+    )
 }
 
 /// How a file whose chunks the model could not take is listed as skipped.
@@ -1605,12 +1625,52 @@ mod tests {
         write("docs/guide.md", &"# Guide\n\nWords about the core.\n\n".repeat(100));
         let snapshot = run(&words_only);
         assert!(snapshot.is_partial() && snapshot.code_embedded());
+        // So do unit tests kept in a source file's test module.
+        let unit_tests: String = (0..100)
+            .map(|i| format!("    #[test]\n    fn checks_{i}() {{\n        assert_eq!({i}, {i});\n    }}\n\n"))
+            .collect();
+        write("app/engine.rs", &format!("#[cfg(test)]\nmod tests {{\n{unit_tests}}}\n"));
+        let snapshot = run(&words_only);
+        assert!(snapshot.stats().pending >= 100 && snapshot.stats().code_pending == 0, "{:?}", snapshot.stats());
+        assert!(snapshot.code_embedded());
         // An edit's pending chunks do not; a new body of code without vectors does.
         write("app/core.py", &functions("core").replace("return x + 1\n", "return x + 1001\n"));
         assert!(run(&words_only).code_embedded());
         write("app/more.py", &functions("more"));
         write("app/most.py", &functions("most"));
         assert!(!run(&words_only).code_embedded());
+    }
+
+    /// The update publishes as soon as the code has its vectors, whatever the interval: from
+    /// then on the default search ranks by them, while the tests still wait.
+    #[test]
+    fn the_codes_last_vector_is_published_at_once() {
+        let root = tempfile::tempdir().unwrap();
+        let functions = |prefix: &str| -> String {
+            (0..40).map(|i| format!("def {prefix}_{i}(x):\n    return x + {i}\n\n\n")).collect()
+        };
+        write_file(root.path(), "app/core.py", &functions("core"));
+        write_file(root.path(), "tests/test_core.py", &functions("test"));
+        let location = IndexLocation::new(root.path(), None).unwrap();
+        let embedder = crate::embed::FakeEmbedder::new(16);
+        let options = IndexOptions {
+            shared_cache: None,
+            embed_batch: 4,
+            commit_interval: Duration::MAX,
+            first_publish: Duration::MAX,
+            ..IndexOptions::default()
+        };
+        let mut published = Vec::new();
+        update(&location, &embedder, &options, &mut |p| {
+            if let Progress::Published { embedded, .. } = p {
+                published.push(embedded);
+            }
+        })
+        .unwrap();
+        let snapshot = crate::index::Snapshot::open(&location).unwrap();
+        let code = snapshot.chunks_of("app/core.py").len();
+        assert!(code > 4 && code < snapshot.chunk_count(), "{code} of {}", snapshot.chunk_count());
+        assert_eq!(published.first(), Some(&code), "{published:?}");
     }
 
     /// The fake embedder with a static tier: its static vectors are its own vectors; counts the

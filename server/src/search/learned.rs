@@ -145,13 +145,10 @@ fn list_features(list: &[(usize, f32)]) -> HashMap<usize, (f32, f32)> {
         .collect()
 }
 
-/// Test code by its file, by the module or class it sits in (a Rust `mod tests`), or by being
-/// such a module whole (a small `mod tests` is one chunk). Only a module's own name counts: a
-/// function named like `create_test_db` is as often the code as its test.
+/// Test code by its file, or by the test module or class it sits in ([`crate::lang::is_test_chunk`]).
 fn is_test_code(chunk: &ChunkFacts) -> bool {
     crate::lang::is_test_like(chunk.path)
-        || crate::lang::is_test_container(chunk.container)
-        || (chunk.kind == ChunkKind::Module && crate::lang::is_test_container(chunk.symbol))
+        || crate::lang::is_test_chunk(chunk.container, chunk.symbol, chunk.kind == ChunkKind::Module)
 }
 
 /// What the features read of one candidate chunk, wherever it is stored (a local snapshot, a
