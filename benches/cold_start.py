@@ -4,6 +4,7 @@ Usage:
     python3 benches/cold_start.py RAGGREP_BIN [--repo NAME ... | --split tune|test] [--at 1,5,30,60,120]
         [--first-only] [--json OUT] [--cache DIR] [--no-reference] [--keep]
         [--pad-lines N [--pad-from DIR]]
+    python3 benches/cold_start.py RAGGREP_BIN --tree DIR [--question Q] [--at …] [--json OUT] [--no-reference]
 
 For each repository of semble's benchmark (the local copy `benches/questions.py` reads; default:
 commons-lang, 101k lines of Java in the tune half), on a fresh copy of its benchmark root with
@@ -14,8 +15,12 @@ the machine-wide embedding cache off (so every vector is computed):
 2. the quality curve: at each `--at` second (from the start) every question of the repository is
    asked at once (`raggrep query -`), scored as `questions.py` scores (NDCG@10, chunk protocol),
    beside how many chunks had a vector then (`raggrep status`);
-3. time to every vector (the background indexer's exit), its peak RSS, and the full answer;
-4. beside the absolute times, the ratio against raw ONNX Runtime measured in the same run: the
+3. when the implementation code has its vectors (`raggrep status`'s `code_pending` down to the
+   few an edit leaves): from then on the default search ranks by the model's vectors, whatever
+   tests (unit tests in a source file's test module too), docs and text still wait — one more
+   sample, "code";
+4. time to every vector (the background indexer's exit), its peak RSS, and the full answer;
+5. beside the absolute times, the ratio against raw ONNX Runtime measured in the same run: the
    same model embedding a sample of the tree's chunk texts with Python onnxruntime
    (`benches/ort_reference.py`, tools venv of `scripts/bootstrap.sh`), projected to every chunk.
 
@@ -31,6 +36,10 @@ package whole, in name order, none over `MAX_PACKAGE_LINES`) — its questions m
 answered over everything else, and every time and RSS is the whole tree's (issue 54, goal 3).
 Pick a repository in a language the padding does not hold (commons-lang: Java) so no package
 copies its files.
+
+`--tree DIR` times a tree outside the benchmark (a copy of it, as above) with no questions to
+score: the first answer to `--question`, the code's vectors, every vector, RSS and the ratio
+against raw ONNX Runtime (issue 54 asks them of a cold tantivy).
 
 The CPU's vector extensions are printed with every run: int8 speed differs 2-3x between CPUs
 with and without AVX-512 VNNI. Nothing here is fetched; the data is the local copy of semble's
@@ -59,6 +68,9 @@ spec.loader.exec_module(questions)
 
 DEFAULT_REPOS = ["commons-lang"]
 DEFAULT_AT = [1, 5, 15, 30, 60, 120, 240]
+# The index's `CODE_PENDING_MAX` (server/src/index/mod.rs): up to this many chunks of code may
+# still wait for a vector when the default search ranks by the model's.
+CODE_PENDING_MAX = 64
 REFERENCE_SAMPLE = 400
 TOOLS_PYTHON = Path.home() / ".cache" / "raggrep" / "tools" / "venv" / "bin" / "python"
 
@@ -224,6 +236,7 @@ def default_pad_source():
 def run_repo(binary, cache, spec, tasks, args):
     prefix = spec.get("benchmark_root") or ""
     source = cache / "repos" / spec["name"] / prefix if prefix else cache / "repos" / spec["name"]
+    source = spec.get("tree") or source
     work = Path(tempfile.mkdtemp(prefix=f"cold-{spec['name']}-"))
     packages = []
     if args.pad_lines:
@@ -249,7 +262,7 @@ def run_repo(binary, cache, spec, tasks, args):
     try:
         started = time.monotonic()
         first = subprocess.run(
-            [binary, "query", tasks[0]["query"], "--root", str(root), "--json", "-k", "10"],
+            [binary, "query", tasks[0]["query"] if tasks else args.question, "--root", str(root), "--json", "-k", "10"],
             capture_output=True,
             text=True,
             env=env,
@@ -271,27 +284,50 @@ def run_repo(binary, cache, spec, tasks, args):
         at = sorted(set(args.at))
         done_s = None
 
-        def sample(label):
-            state = status(binary, root, env)
+        def sample(label, state=None):
+            state = state or status(binary, root, env)
             asked = time.monotonic() - started
-            answers, took = ask_all(binary, root, tasks, env)
-            ndcg, categories = score(answers, tasks, chunk_paths, full)
             row = {
                 "at": label,
                 "s": round(asked, 2),
                 "embedded": state.get("embedded", 0),
+                "code_pending": state.get("code_pending"),
                 "chunks": state.get("chunks", 0),
-                "ndcg10": ndcg,
-                "categories": categories,
-                "questions_s": round(took, 2),
-                "partial": any(a.get("partial") for a in answers),
             }
+            quality = "(no questions)"
+            if tasks:
+                answers, took = ask_all(binary, root, tasks, env)
+                ndcg, categories = score(answers, tasks, chunk_paths, full)
+                row.update(
+                    ndcg10=ndcg,
+                    categories=categories,
+                    questions_s=round(took, 2),
+                    partial=any(a.get("partial") for a in answers),
+                )
+                quality = f"NDCG@10 {ndcg:.3f}  ({took:.1f} s for {len(tasks)} questions)"
             samples.append(row)
             print(
-                f"  {label:>8}  t={row['s']:7.1f}s  vectors {row['embedded']:6d}/{row['chunks']:<6d}"
-                f"  NDCG@10 {ndcg:.3f}  ({took:.1f} s for {len(tasks)} questions)",
+                f"  {label:>8}  t={row['s']:7.1f}s  vectors {row['embedded']:6d}/{row['chunks']:<6d}  {quality}",
                 file=sys.stderr,
             )
+
+        code_s = None
+
+        def wait_until(target):
+            """Waits for the indexer up to `target` seconds from the start, sampling once (label
+            "code") when the implementation code first has its vectors: from then on the default
+            search ranks by the model, however many tests, docs and texts still wait."""
+            nonlocal peak, code_s
+            polled = 0.0
+            while pid and alive(pid) and time.monotonic() - started < target:
+                peak = max(peak, peak_rss_kb(pid) or 0)
+                if code_s is None and time.monotonic() - polled >= 1.0:
+                    polled = time.monotonic()
+                    state = status(binary, root, env)
+                    if state.get("code_pending", CODE_PENDING_MAX + 1) <= CODE_PENDING_MAX and state.get("embedded"):
+                        code_s = time.monotonic() - started
+                        sample("code", state)
+                time.sleep(0.25)
 
         sample("first")
         # What every run reports; `curve` grows as the samples come in.
@@ -309,15 +345,11 @@ def run_repo(binary, cache, spec, tasks, args):
                 os.kill(pid, 9)
             return result
         for target in at:
-            while pid and alive(pid) and time.monotonic() - started < target:
-                peak = max(peak, peak_rss_kb(pid) or 0)
-                time.sleep(0.25)
+            wait_until(target)
             if pid and not alive(pid):
                 break
             sample(f"{target}s")
-        while pid and alive(pid):
-            peak = max(peak, peak_rss_kb(pid) or 0)
-            time.sleep(0.25)
+        wait_until(float("inf"))
         done_s = time.monotonic() - started
         sample("complete")
         rate, why = (None, "skipped (--no-reference)")
@@ -338,6 +370,7 @@ def run_repo(binary, cache, spec, tasks, args):
             lines=lines,
             chunks=total,
             padding_packages=len(packages),
+            code_embedded_s=round(code_s if code_s is not None else done_s, 1),
             every_vector_s=round(done_s, 1),
             background_peak_rss_mb=round(peak / 1024, 1) if peak else None,
             reference=reference,
@@ -361,25 +394,37 @@ def main():
     parser.add_argument("--first-only", action="store_true", help="measure the first answer only, then stop the indexer")
     parser.add_argument("--pad-lines", type=int, default=0, help="ask the repository inside a monorepo of about this many lines")
     parser.add_argument("--pad-from", help="packages to pad with, one directory each (default: cargo's unpacked registry sources)")
+    parser.add_argument("--tree", help="a tree outside the benchmark: times, vectors and RSS only (no questions to score)")
+    parser.add_argument("--question", default="where are the settings read", help="--tree's first query")
     args = parser.parse_args()
     binary = str(Path(args.binary).resolve())
     cache = Path(args.cache)
-    specs = {s["name"]: s for s in json.loads((cache / "benchmarks" / "repos.json").read_text())}
-    tasks = questions.load_tasks(cache, specs)
+    if args.tree:
+        specs, tasks = {}, {}
+    else:
+        specs = {s["name"]: s for s in json.loads((cache / "benchmarks" / "repos.json").read_text())}
+        tasks = questions.load_tasks(cache, specs)
     machine = cpu_flags()
     print(f"cpu: {machine.get('model')} ({machine.get('cpus')} cpus; {' '.join(machine.get('flags', []))})", file=sys.stderr)
     results = []
+    if args.tree:
+        tree = Path(args.tree).resolve()
+        print(f"{tree.name} (a tree outside the benchmark, no questions):", file=sys.stderr)
+        specs[tree.name], tasks[tree.name] = {"name": tree.name, "language": None, "tree": tree}, []
+        args.repo = [tree.name]
     names = args.repo or DEFAULT_REPOS
     if args.split and not args.repo:
         names = sorted(
             n for n in specs if n in tasks and questions.split_of(n) == args.split and (cache / "repos" / n).is_dir()
         )
     for name in names:
-        if name not in specs or name not in tasks or questions.split_of(name) is None:
+        if not args.tree and (name not in specs or name not in tasks or questions.split_of(name) is None):
             raise SystemExit(f"{name}: not a measured repository of the benchmark")
-        print(f"{name} ({questions.split_of(name)} half, {len(tasks[name])} questions):", file=sys.stderr)
+        split = None if args.tree else questions.split_of(name)
+        if not args.tree:
+            print(f"{name} ({split} half, {len(tasks[name])} questions):", file=sys.stderr)
         result = run_repo(binary, cache, specs[name], tasks[name], args)
-        result["split"] = questions.split_of(name)
+        result["split"] = split
         results.append(result)
         if args.first_only:
             print(f"  {result['chunks']} chunks: first answer {result['first_answer_s']} s", file=sys.stderr)
@@ -388,7 +433,7 @@ def main():
         print(
             f"  {result['lines']} lines ({result['padding_packages']} padding packages), {result['chunks']} chunks:"
             f" first answer {result['first_answer_s']} s (peak RSS {result['first_answer_peak_rss_mb']} MB),"
-            f" every vector {result['every_vector_s']} s"
+            f" the code's vectors {result['code_embedded_s']} s, every vector {result['every_vector_s']} s"
             + (f" (raw ONNX Runtime: {ref['projected_s']} s, ratio {ref['ratio']})" if "ratio" in ref else f" ({ref['skipped']})")
             + f", background indexer peak RSS {result['background_peak_rss_mb']} MB",
             file=sys.stderr,
