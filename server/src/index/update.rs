@@ -966,11 +966,12 @@ const PUBLISH_ONCE_MAX_TEXTS: usize = 4;
 
 /// Orders the texts to embed so the model's time goes where answers are wanted first: files
 /// the editor has open or just named; then code; then tests (their files' and those kept in a
-/// test module of a source file), examples, benchmarks and declaration files (`.d.ts`, `.pyi`: the ranking puts them after the code they declare too); then
-/// prose and plain text (Markdown, files without a grammar). Within a class, files of the
-/// latest commits first (`recent`: git's history; after a clone every mtime is the same), then
-/// the most recently modified, then file order. Chunks of one text share an order (its first
-/// chunk's). Returns how many texts come before the tests: the open files' and the code's.
+/// test module of a source file), examples, benchmarks and declaration files (`.d.ts`, `.pyi`:
+/// the ranking puts them after the code they declare too); then prose and plain text (Markdown,
+/// files without a grammar). Within a class, files of the latest commits first (`recent`: git's
+/// history; after a clone every mtime is the same), then the most recently modified, then file
+/// order. Chunks of one text share an order (its first chunk's). Returns how many texts come
+/// before the tests: the open files' and the code's.
 fn embedding_order(
     pending: &mut [(u128, String)],
     waiting: &HashMap<u128, Vec<usize>>,
