@@ -9,7 +9,7 @@ Usage:  research/training/rewrite_graph.sh MODEL_DIR OUT.onnx [--texts DIR]
 `--check` rewrites nothing: it exits 0 when MODEL_DIR's graph has nothing left to rewrite (the
 shipped form) and 1 when it has.
 
-Three rewrites, each only where its exact pattern is found:
+Four rewrites, each only where its exact pattern is found:
 
 - The NaN guard after each attention softmax, `Where(IsNaN(p), 0, p)`, is dropped: the exporter
   adds it for a row whose every key is masked, which raggrep never sends (the first token,
@@ -25,6 +25,12 @@ Three rewrites, each only where its exact pattern is found:
   back: ~20 nodes with their shape arithmetic) becomes ONNX Runtime's
   `com.microsoft.MultiHeadAttention` over the three projections, its padding mask the graph's
   `attention_mask` input. Only where the scale is 1/sqrt(head size), as the op's default.
+- Each masked `MultiHeadAttention` becomes an `If`: when every token of the batch is attended
+  (the engine embeds one text at a time, so always) the attention runs without its mask, else
+  with it. ONNX Runtime applies a mask by copying it under every head's scores and adding the
+  product onto it: 17 % of the attention's time at 160 tokens, ~7 % of a 240-token text's. The
+  same function; the unmasked kernel rounds a little differently (cosine to the masked graph's
+  vectors 0.9967 at worst, 0.9989 on average, on this repository's sources).
 
 Unused initializers are dropped. Then both graphs embed the same texts (mean pooling, L2
 normalisation) through ONNX Runtime with the engine's session options (all optimisations but
@@ -74,8 +80,8 @@ def rewrite(model: onnx.ModelProto) -> dict[str, int]:
     """Applies the rewrites in turn (each sees the graph the one before left) and drops what no
     output reads any more. Returns how many of each it made."""
     g = model.graph
-    counts = {"nan_guards": 0, "gelus": 0, "attentions": 0}
-    for step in (nan_guards, gelus, attention):
+    counts = {"nan_guards": 0, "gelus": 0, "attentions": 0, "unpadded": 0}
+    for step in (nan_guards, gelus, attention, unpadded):
         producer = {o: n for n in g.node for o in n.output}
         consumers: dict[str, list[onnx.NodeProto]] = collections.defaultdict(list)
         for n in g.node:
@@ -98,7 +104,7 @@ def rewrite(model: onnx.ModelProto) -> dict[str, int]:
         g.node.extend(topological(g, nodes))
     if (counts["gelus"] or counts["attentions"]) and not any(o.domain == "com.microsoft" for o in model.opset_import):
         model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
-    used = {i for n in g.node for i in n.input}
+    used = {i for n in g.node for i in reads(n)}
     kept = [i for i in g.initializer if i.name in used]
     counts["initializers_dropped"] = len(g.initializer) - len(kept)
     del g.initializer[:]
@@ -228,6 +234,52 @@ def attention(g, producer, consumers, drop, renamed, replaced, counts) -> None:
         counts["attentions"] += 1
 
 
+def unpadded(g, producer, consumers, drop, renamed, replaced, counts) -> None:
+    """Each masked MultiHeadAttention -> If(every token attended, the attention without its mask,
+    the attention with it). ONNX Runtime's attention applies a mask by copying it under every
+    head's scores and adding the product onto it: 17 % of the attention's time at 160 tokens,
+    for nothing when no token is padding — always, for the engine, which embeds one text at a
+    time. The branches read the graph's tensors from the outer scope; the condition is computed
+    once, from `attention_mask`."""
+    attentions = [n for n in g.node if n.op_type == "MultiHeadAttention" and len(n.input) == 5 and n.input[4]]
+    if not attentions:
+        return
+    least, every = "raggrep_mask_min", "raggrep_every_token_attended"
+    one = "raggrep_one"
+    g.initializer.append(helper.make_tensor(one, onnx.TensorProto.INT64, [], [1]))
+    g.node.extend([
+        helper.make_node("ReduceMin", ["attention_mask"], [least], keepdims=0, name=least),
+        helper.make_node("Equal", [least, one], [every], name=every),
+    ])
+    for n in attentions:
+        attributes = {a.name: helper.get_attribute_value(a) for a in n.attribute}
+        out = n.output[0]
+
+        def branch(inputs: list[str], name: str) -> onnx.GraphProto:
+            node = helper.make_node("MultiHeadAttention", inputs, [f"{out}_{name}"], name=f"{n.name}_{name}",
+                                    domain="com.microsoft", **attributes)
+            result = helper.make_tensor_value_info(f"{out}_{name}", onnx.TensorProto.FLOAT, None)
+            return helper.make_graph([node], f"{n.name}_{name}", [], [result])
+
+        replaced[id(n)] = helper.make_node(
+            "If", [every], [out], name=f"{n.name}_if",
+            then_branch=branch(list(n.input[:3]), "unpadded"), else_branch=branch(list(n.input), "padded"),
+        )
+        counts["unpadded"] += 1
+
+
+def reads(node: onnx.NodeProto) -> list[str]:
+    """The tensors a node reads: its inputs, and what its subgraphs (an If's branches) read from
+    the graph around them."""
+    names = [i for i in node.input if i]
+    for attribute in node.attribute:
+        if attribute.type == onnx.AttributeProto.GRAPH:
+            inner = attribute.g
+            made = {o for m in inner.node for o in m.output} | {i.name for i in inner.initializer}
+            names += [i for m in inner.node for i in reads(m) if i not in made]
+    return names
+
+
 def topological(g: onnx.GraphProto, nodes: list) -> list:
     """`nodes` in an order where each reads only what is made before it, without the ones no
     graph output depends on."""
@@ -238,13 +290,13 @@ def topological(g: onnx.GraphProto, nodes: list) -> list:
         if node is None or id(node) in live:
             continue
         live.add(id(node))
-        stack.extend(i for i in node.input if i)
+        stack.extend(reads(node))
     ready = {i.name for i in g.input} | {i.name for i in g.initializer} | {""}
     order, waiting = [], [n for n in nodes if id(n) in live]
     while waiting:
         left = []
         for n in waiting:
-            if all(i in ready for i in n.input):
+            if all(i in ready for i in reads(n)):
                 order.append(n)
                 ready.update(n.output)
             else:
@@ -330,16 +382,16 @@ def main() -> None:
     source = os.path.join(args.model_dir, "model.onnx")
     model = onnx.load(source)
     counts = rewrite(model)
+    left = counts["nan_guards"] + counts["gelus"] + counts["attentions"] + counts["unpadded"]
     if args.check:
-        left = counts["nan_guards"] + counts["gelus"] + counts["attentions"]
         print(
-            f"rewrite_graph: {source}: {counts['nan_guards']} NaN guards, {counts['gelus']} GELUs and "
-            f"{counts['attentions']} attentions to rewrite"
+            f"rewrite_graph: {source}: {counts['nan_guards']} NaN guards, {counts['gelus']} GELUs, "
+            f"{counts['attentions']} attentions and {counts['unpadded']} masked attentions to rewrite"
         )
         sys.exit(1 if left else 0)
     if args.out is None:
         parser.error("OUT is required unless --check")
-    if not counts["nan_guards"] and not counts["gelus"] and not counts["attentions"]:
+    if not left:
         sys.exit(f"rewrite_graph: nothing to rewrite in {source} (already rewritten, or another export)")
     onnx.checker.check_model(model)
     rewritten = model.SerializeToString()
@@ -358,7 +410,8 @@ def main() -> None:
     padded = np.concatenate([(a * b).sum(axis=1) for a, b in zip(*(embed_pairs(s, tokenizer, texts) for s in (old, new)))])
     print(
         f"rewrite_graph: {counts['nan_guards']} NaN guards dropped, {counts['gelus']} GELUs fused, "
-        f"{counts['attentions']} attentions fused, {counts['initializers_dropped']} initializers dropped; "
+        f"{counts['attentions']} attentions fused, {counts['unpadded']} attentions unmasked when nothing is "
+        f"padded, {counts['initializers_dropped']} initializers dropped; "
         f"{len(texts)} texts: cosine to the input graph min {cos.min():.5f} mean {cos.mean():.6f} "
         f"(padded in pairs: min {padded.min():.5f}); {t_before:.1f} s -> {t_after:.1f} s on one thread "
         f"(x{t_before / t_after:.2f})"
