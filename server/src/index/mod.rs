@@ -319,26 +319,18 @@ impl Snapshot {
         // no path here.
         let mut code_pending = 0;
         for file in m.files.iter().filter(|_| pending > 0) {
-            let language = Language::from_u8(file.language);
-            if !crate::lang::is_implementation(file.path.as_str(), language) {
+            if !crate::lang::is_implementation(file.path.as_str(), Language::from_u8(file.language)) {
                 continue;
             }
             let start = file.first_chunk.to_native() as usize;
             let end = start + file.chunk_count.to_native() as usize;
             if let Some(chunks) = m.chunks.get(start..end) {
-                code_pending += chunks
-                    .iter()
-                    .filter(|c| {
-                        c.slot.to_native() == NO_SLOT
-                            && crate::lang::is_implementation_chunk(
-                                file.path.as_str(),
-                                language,
-                                c.container.as_str(),
-                                c.symbol.as_str(),
-                                ChunkKind::from_u8(c.kind) == ChunkKind::Module,
-                            )
-                    })
-                    .count();
+                // The file is code; its unit tests are not (`lang::is_implementation_chunk`).
+                let unit_test = |c: &&manifest::ArchivedChunkEntry| {
+                    let module = ChunkKind::from_u8(c.kind) == ChunkKind::Module;
+                    crate::lang::is_test_chunk(c.container.as_str(), c.symbol.as_str(), module)
+                };
+                code_pending += chunks.iter().filter(|c| c.slot.to_native() == NO_SLOT && !unit_test(c)).count();
             }
         }
         // Only while the default search would otherwise rank by the words alone (no vector yet,
