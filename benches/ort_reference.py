@@ -18,11 +18,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 
 import numpy as np
-import onnxruntime as ort
 from tokenizers import Tokenizer
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+from engine_session import engine_session  # noqa: E402  (the engine's session options)
 
 
 def main() -> None:
@@ -38,17 +41,7 @@ def main() -> None:
     tokenizer = Tokenizer.from_file(os.path.join(args.model_dir, "tokenizer.json"))
     tokenizer.enable_truncation(args.max_tokens)
     tokenizer.no_padding()
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = args.threads
-    options.inter_op_num_threads = 1
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    session = ort.InferenceSession(
-        os.path.join(args.model_dir, "model.onnx"),
-        options,
-        providers=["CPUExecutionProvider"],
-        # As the engine builds its sessions (server/src/embed/onnx.rs, `new_session`).
-        disabled_optimizers=["SkipLayerNormFusion"],
-    )
+    session = engine_session(os.path.join(args.model_dir, "model.onnx"), args.threads)
     input_names = {i.name for i in session.get_inputs()}
 
     def embed(batch: list[str]) -> list[np.ndarray]:

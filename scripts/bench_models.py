@@ -30,6 +30,9 @@ import numpy as np
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from engine_session import engine_session  # noqa: E402  (the engine's session options)
+
 MODELS = ["all-minilm-l6-v2-int8-packaged", "all-minilm-l6-v2-int8", "all-minilm-l6-v2-fp32"]
 
 
@@ -55,14 +58,7 @@ def code_chunks(tok: Tokenizer, n: int, lo: int = 100, hi: int = 250) -> list[st
 
 
 def make_session(path: Path, threads: int) -> ort.InferenceSession:
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.log_severity_level = 3
-    # As the engine builds its sessions (server/src/embed/onnx.rs, `new_session`).
-    return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"],
-                                disabled_optimizers=["SkipLayerNormFusion"])
+    return engine_session(str(path), threads)
 
 
 def embed_all(sess, encs, batch: int) -> np.ndarray:

@@ -38,11 +38,7 @@ from tokenizers import Tokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bootstrap import sha256_file  # noqa: E402  (one checksum helper for all set-up scripts)
-
-# The engine's session options (server/src/embed/onnx.rs, `new_session`): ONNX Runtime's fused skip
-# layer norm is slower than its parts on CPU, and the int8 activations after it round a little
-# differently, so the reference computes what the engine computes.
-ENGINE_DISABLED_OPTIMIZERS = ["SkipLayerNormFusion"]
+from engine_session import engine_session  # noqa: E402  (the engine's session options)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -120,12 +116,7 @@ def rerank_cases(model_dir: Path) -> tuple[dict, list]:
         toks[strategy] = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         toks[strategy].enable_truncation(meta["max_tokens"], strategy=strategy)
         toks[strategy].no_padding()
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 2
-    so.inter_op_num_threads = 1
-    so.log_severity_level = 3
-    sess = ort.InferenceSession(str(model), so, providers=["CPUExecutionProvider"],
-                                disabled_optimizers=ENGINE_DISABLED_OPTIMIZERS)
+    sess = engine_session(str(model), 2)
     w, b = np.array(meta["head"]["w"], dtype=np.float64), float(meta["head"]["b"])
     cases = []
     for query, passage in RERANK_PAIRS:
@@ -149,12 +140,7 @@ def embed_cases(model_dir: Path, max_tokens: int, query_model: bool = False) -> 
     tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
     tok.enable_truncation(max_tokens)
     tok.no_padding()
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 2
-    so.inter_op_num_threads = 1
-    so.log_severity_level = 3
-    sess = ort.InferenceSession(str(model), so, providers=["CPUExecutionProvider"],
-                                disabled_optimizers=ENGINE_DISABLED_OPTIMIZERS)
+    sess = engine_session(str(model), 2)
     cases = []
     for text in INPUTS:
         enc = tok.encode(text)

@@ -60,8 +60,8 @@ import onnxruntime as ort
 from onnx import helper, numpy_helper
 from tokenizers import Tokenizer
 
-# The engine's session options (server/src/embed/onnx.rs, `new_session`).
-DISABLED_OPTIMIZERS = ["SkipLayerNormFusion"]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+from engine_session import engine_session  # noqa: E402  (the engine's session options)
 
 
 def scalar(graph: onnx.GraphProto, name: str) -> float | None:
@@ -308,13 +308,7 @@ def topological(g: onnx.GraphProto, nodes: list) -> list:
 
 
 def session(model: bytes | str) -> ort.InferenceSession:
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    return ort.InferenceSession(
-        model, options, providers=["CPUExecutionProvider"], disabled_optimizers=DISABLED_OPTIMIZERS
-    )
+    return engine_session(model, 1)
 
 
 def sample_texts(directory: str, limit: int) -> list[str]:
