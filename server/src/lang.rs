@@ -389,12 +389,22 @@ pub fn is_implementation(path: &str, language: Language) -> bool {
     language.grammar().is_some() && !is_test_like(path) && !is_declaration_file(path)
 }
 
-/// A chunk of implementation code: in an implementation file ([`is_implementation`]) and not a
-/// unit test kept inside it ([`is_test_chunk`]). In Rust sources such tests are often as many
-/// lines as the code (two fifths of one search engine's `src/`), so the index embeds them with
-/// the tests, after the code, and the default search does not wait for their vectors.
-pub fn is_implementation_chunk(path: &str, language: Language, container: &str, symbol: &str, is_module: bool) -> bool {
-    is_implementation(path, language) && !is_test_chunk(container, symbol, is_module)
+/// A chunk of implementation code: in an implementation file ([`is_implementation`]), not a
+/// unit test kept inside it ([`is_test_chunk`]) and not comments alone (`code_lines`, as
+/// [`crate::chunk::code_lines`] counts them). In Rust sources such tests are often as many
+/// lines as the code (two fifths of one search engine's `src/`); a long doc comment is split off
+/// its function as windows of its own (a quarter of one Java library's chunks, a third of its
+/// tokens). The index embeds both after the code, and the default search does not wait for
+/// their vectors; the words find them from the start.
+pub fn is_implementation_chunk(
+    path: &str,
+    language: Language,
+    container: &str,
+    symbol: &str,
+    is_module: bool,
+    code_lines: u32,
+) -> bool {
+    is_implementation(path, language) && code_lines > 0 && !is_test_chunk(container, symbol, is_module)
 }
 
 /// A declaration file: TypeScript's `.d.ts` (`.d.mts`, `.d.cts`), a Python stub (`.pyi`) or an

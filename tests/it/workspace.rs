@@ -401,7 +401,7 @@ impl raggrep::embed::Embedder for RecordingEmbedder {
 }
 
 #[test]
-fn the_model_embeds_open_files_then_code_then_tests_and_stubs_then_prose() {
+fn the_model_embeds_open_files_then_code_then_its_doc_windows_then_tests_and_stubs_then_prose() {
     use raggrep::index::{IndexLocation, IndexOptions, update};
     let dir = tempfile::tempdir().unwrap();
     let write = |rel: &str, text: &str| {
@@ -421,6 +421,20 @@ fn the_model_embeds_open_files_then_code_then_tests_and_stubs_then_prose() {
         "a_src/engine.rs",
         "pub fn engine_marker() -> u32 {\n    1\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn inline_test_marker() {\n        assert_eq!(super::engine_marker(), 1);\n    }\n}\n",
     );
+    // A long doc comment split off its function: its windows of comments alone come after the
+    // code and before the tests.
+    let doc: String = (0..60)
+        .map(|i| match i {
+            30 => "    /// doc_window_marker: the middle of it.\n".to_string(),
+            _ => format!("    /// Line {i} of what the engine does, told at length.\n"),
+        })
+        .collect();
+    write(
+        "c_src/long.rs",
+        &format!(
+            "pub struct Engine;\n\nimpl Engine {{\n{doc}    pub fn long_doc_code_marker(&self) -> u32 {{\n        1\n    }}\n}}\n"
+        ),
+    );
     let location = IndexLocation::new(dir.path(), None).unwrap();
     let embedder = RecordingEmbedder(FakeEmbedder::new(64), Mutex::new(Vec::new()));
     let mut overlays = std::collections::HashMap::new();
@@ -438,6 +452,9 @@ fn the_model_embeds_open_files_then_code_then_tests_and_stubs_then_prose() {
     assert!(order[1] < order[5] && order[5] < order[3] && order[5] < order[4], "{texts:#?}");
     let (code, unit_test) = (position("pub fn engine_marker"), position("fn inline_test_marker"));
     assert!(code < order[2] && order[1] < unit_test && unit_test < order[3] && unit_test < order[4], "{texts:#?}");
+    let (long_code, doc_window) = (position("fn long_doc_code_marker"), position("doc_window_marker"));
+    assert!(!texts[doc_window].contains("fn long_doc_code_marker"), "the doc comment is a window of its own");
+    assert!(order[1].max(code).max(long_code) < doc_window && doc_window < order[2].min(unit_test), "{texts:#?}");
 }
 
 #[test]

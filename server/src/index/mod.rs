@@ -325,12 +325,14 @@ impl Snapshot {
             let start = file.first_chunk.to_native() as usize;
             let end = start + file.chunk_count.to_native() as usize;
             if let Some(chunks) = m.chunks.get(start..end) {
-                // The file is code; its unit tests are not (`lang::is_implementation_chunk`).
-                let unit_test = |c: &&manifest::ArchivedChunkEntry| {
+                // The file is code; its unit tests and comment-only windows are not
+                // (`lang::is_implementation_chunk`).
+                let code = |c: &&manifest::ArchivedChunkEntry| {
                     let module = ChunkKind::from_u8(c.kind) == ChunkKind::Module;
-                    crate::lang::is_test_chunk(c.container.as_str(), c.symbol.as_str(), module)
+                    c.code_lines.to_native() > 0
+                        && !crate::lang::is_test_chunk(c.container.as_str(), c.symbol.as_str(), module)
                 };
-                code_pending += chunks.iter().filter(|c| c.slot.to_native() == NO_SLOT && !unit_test(c)).count();
+                code_pending += chunks.iter().filter(|c| c.slot.to_native() == NO_SLOT && code(c)).count();
             }
         }
         // Only while the default search would otherwise rank by the words alone (no vector yet,
@@ -498,8 +500,8 @@ impl Snapshot {
     /// ahead of what has none: on cold tune trees of semble's benchmark the default search fell
     /// from the words' 0.73-0.88 NDCG@10 to 0.49-0.71 with 1-44 % of the vectors, and abseil's
     /// from 0.807 to 0.700 with 91 % of its implementation embedded (BENCHMARKS.md, "Cold
-    /// start"). Tests (unit tests inside a source file too), docs and text still waiting do not
-    /// hold it back.
+    /// start"). Tests (unit tests inside a source file too), a long doc comment's windows of
+    /// comments alone, docs and text still waiting do not hold it back.
     pub fn code_embedded(&self) -> bool {
         self.code_pending <= CODE_PENDING_MAX
     }

@@ -965,10 +965,11 @@ const RECENCY_MIN_TEXTS: usize = 64;
 const PUBLISH_ONCE_MAX_TEXTS: usize = 4;
 
 /// Orders the texts to embed so the model's time goes where answers are wanted first: files
-/// the editor has open or just named; then code; then tests (their files' and those kept in a
-/// test module of a source file), examples, benchmarks and declaration files (`.d.ts`, `.pyi`:
-/// the ranking puts them after the code they declare too); then prose and plain text (Markdown,
-/// files without a grammar). Within a class, files of the latest commits first (`recent`: git's
+/// the editor has open or just named; then code; then the code's comments split off as windows
+/// of their own (a long doc comment); then tests (their files' and those kept in a test module
+/// of a source file), examples, benchmarks and declaration files (`.d.ts`, `.pyi`: the ranking
+/// puts them after the code they declare too); then prose and plain text (Markdown, files
+/// without a grammar). Within a class, files of the latest commits first (`recent`: git's
 /// history; after a clone every mtime is the same), then the most recently modified, then file
 /// order. Chunks of one text share an order (its first chunk's). Returns how many texts come
 /// before the tests: the open files' and the code's.
@@ -983,17 +984,19 @@ fn embedding_order(
     let rank = |key: &u128| {
         let chunk = waiting.get(key).and_then(|w| w.first()).and_then(|&c| chunks.get(c));
         let Some((chunk, file)) = chunk.and_then(|c| Some((c, files.get(c.file as usize)?))) else {
-            return (4u8, 0u32, 0u64);
+            return (5u8, 0u32, 0u64);
         };
         let language = Language::from_u8(file.language);
         let class = if urgent.contains(file.path.as_str()) {
             0
         } else if is_code_chunk(chunk, file) {
             1
-        } else if language.grammar().is_some() {
+        } else if is_code_comment(chunk, file) {
             2
-        } else {
+        } else if language.grammar().is_some() {
             3
+        } else {
+            4
         };
         // Within a class: files of the latest commits first, then the newest files.
         (class, recent.get(&file.path).copied().unwrap_or(u32::MAX), u64::MAX - file.mtime_ns)
@@ -1010,7 +1013,18 @@ fn is_code_chunk(chunk: &ChunkEntry, file: &FileEntry) -> bool {
         &chunk.container,
         &chunk.symbol,
         ChunkKind::from_u8(chunk.kind) == ChunkKind::Module,
+        chunk.code_lines,
     )
+}
+
+/// A window of comments alone in implementation code (a long doc comment split off its
+/// function): after the code, before the tests.
+fn is_code_comment(chunk: &ChunkEntry, file: &FileEntry) -> bool {
+    let language = Language::from_u8(file.language);
+    let module = ChunkKind::from_u8(chunk.kind) == ChunkKind::Module;
+    chunk.code_lines == 0
+        && crate::lang::is_implementation(&file.path, language)
+        && !crate::lang::is_test_chunk(&chunk.container, &chunk.symbol, module)
 }
 
 /// How a file whose chunks the model could not take is listed as skipped.
@@ -1633,6 +1647,16 @@ mod tests {
         write("app/engine.rs", &format!("#[cfg(test)]\nmod tests {{\n{unit_tests}}}\n"));
         let snapshot = run(&words_only);
         assert!(snapshot.stats().pending >= 100 && snapshot.stats().code_pending == 0, "{:?}", snapshot.stats());
+        assert!(snapshot.code_embedded());
+        // So does a long doc comment, split off its function as windows of comments alone; the
+        // function's own code counts.
+        let before = snapshot.stats().pending;
+        let doc: String =
+            (0..1_000).map(|i| format!("/// Line {i} of a doc comment on what the engine does.\n")).collect();
+        write("app/documented.rs", &format!("{doc}pub fn documented() -> u32 {{\n    1\n}}\n"));
+        let snapshot = run(&words_only);
+        let stats = snapshot.stats();
+        assert!(stats.pending >= before + 65 && (1..=2).contains(&stats.code_pending), "{stats:?}");
         assert!(snapshot.code_embedded());
         // An edit's pending chunks do not; a new body of code without vectors does.
         write("app/core.py", &functions("core").replace("return x + 1\n", "return x + 1001\n"));
