@@ -185,6 +185,10 @@ def mismatches(checkout, targets, prefix=""):
     out = []
     for path, start, end in targets:
         file = checkout / path
+        if not file.is_file() and prefix and (checkout / prefix / path).is_file():
+            # Some annotations name their files from the benchmark root rather than the
+            # repository's; `path_matches` takes a path's suffix, so they score all the same.
+            file = checkout / prefix / path
         if not file.is_file():
             out.append(f"{path}: no such file")
             continue
