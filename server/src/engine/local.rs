@@ -66,14 +66,6 @@ impl ModelChoice {
     }
 }
 
-/// A first query waits for the static tier of at most this many chunks (~30,000 chunks a second
-/// on two cores with the word memo: tantivy's 11,542 chunks answer first in 1.8 s against 1.2 s
-/// from the words alone; abseil-cpp's 22,875 in 4.8–5.9 s against ~4 s, 0.842 NDCG@10 on
-/// semble's questions against the words' 0.819); a bigger tree — a monorepo, whose words alone
-/// take seconds — answers from the words, and the background indexer writes the tier before it
-/// starts the model, for the next query.
-const FIRST_ANSWER_STATIC_MAX_CHUNKS: usize = 65_536;
-
 /// One index, opened for one command.
 pub struct Local {
     pub location: IndexLocation,
@@ -253,7 +245,10 @@ impl Local {
         // The index records which model its vectors will come from: the model loads.
         let words_only = IndexOptions {
             embed: false,
-            static_tier_max_chunks: FIRST_ANSWER_STATIC_MAX_CHUNKS,
+            // A first query waits for the static tier (tantivy's 11,542 chunks answer first in
+            // 1.8 s against 1.2 s from the words alone; abseil-cpp's 22,875 in 4.8–5.9 s against
+            // ~4 s); a bigger tree answers from the words.
+            static_tier_max_chunks: index::STATIC_TIER_MAX_CHUNKS,
             ..IndexOptions::default()
         };
         let stats = self.update(&words_only, report)?;

@@ -45,7 +45,7 @@ pub use fsutil::{create_private_dir, write_atomic};
 pub use lexical::{LexicalHit, code_terms, code_tokens, query_terms};
 pub use manifest::FORMAT_VERSION;
 pub use shared_cache::{SharedCache, SharedCacheConfig};
-pub use update::{COMPACT_MIN_DEAD, IndexOptions, Progress, UpdateStats, prepare_dir, update};
+pub use update::{COMPACT_MIN_DEAD, IndexOptions, Progress, STATIC_TIER_MAX_CHUNKS, UpdateStats, prepare_dir, update};
 pub use vectors::Encoding as VectorEncoding;
 
 use lexical::LexicalIndex;
@@ -337,7 +337,11 @@ impl Snapshot {
         }
         // Only while the default search would otherwise rank by the words alone (no vector yet,
         // or the code's still missing): once the model's vectors of the code are in, they rank.
-        let static_tier = if pending > 0 && (pending == m.chunks.len() || code_pending > CODE_PENDING_MAX) {
+        // Not over a tree too big for one (an index an earlier version left one in).
+        let static_tier = if pending > 0
+            && m.chunks.len() <= STATIC_TIER_MAX_CHUNKS
+            && (pending == m.chunks.len() || code_pending > CODE_PENDING_MAX)
+        {
             let print = static_tier::fingerprint(
                 m.model_id.as_str(),
                 m.chunks.iter().map(|c| {

@@ -68,7 +68,8 @@ pub struct IndexOptions {
     /// With `embed` false, a fresh index gets its static tier ([`static_tier`]) only when it has
     /// at most this many chunks: the one-shot first query waits for it (~0.35 s per 10,000 chunks
     /// on two cores) and sets a bound; 0 (the default) never, as for a quick publish at shutdown.
-    /// An update that embeds always writes it for a fresh index, before the model starts.
+    /// An update that embeds writes it for a fresh index, before the model starts; neither above
+    /// [`STATIC_TIER_MAX_CHUNKS`].
     pub static_tier_max_chunks: usize,
     /// The machine-wide embedding cache to read before running the model and to fill after
     /// (front doors pass [`SharedCacheConfig::from_env`]; `None`: the model embeds everything
@@ -261,7 +262,7 @@ pub fn update(
         // them vectors in seconds, for the answers until the model's are in.
         if to_embed.chunks() == manifest.chunks.len()
             && !manifest.chunks.is_empty()
-            && (options.embed || manifest.chunks.len() <= options.static_tier_max_chunks)
+            && writes_static_tier(manifest.chunks.len(), options)
             && write_static_tier(location, embedder, &to_embed, &manifest)
         {
             stats.seconds_to_static = Some(start.elapsed().as_secs_f64());
@@ -306,6 +307,22 @@ pub fn update(
     }
     stats.seconds = start.elapsed().as_secs_f64();
     Ok(stats)
+}
+
+/// The most chunks a fresh index gets a static tier for. Over a few tens of thousands of chunks
+/// the tier answers better than the words (abseil-cpp's 22,875: 0.842 NDCG@10 on semble's
+/// questions against 0.819); over a 1M-line monorepo's 82,918 it answered worse (0.701 against
+/// 0.801 on the same tree, same questions: other packages' near misses crowd in), so a tree that
+/// big answers from the words until the model's vectors of its code are in (BENCHMARKS.md, "A
+/// long doc comment's windows…"). Also the first query's bound: it waits for the tier, ~30,000
+/// chunks a second on two cores with the word memo.
+pub const STATIC_TIER_MAX_CHUNKS: usize = 65_536;
+
+/// Whether an update of a fresh index of `chunks` chunks writes its static tier: within
+/// [`STATIC_TIER_MAX_CHUNKS`], always when it embeds (the tier serves until the model's vectors of
+/// the code are in), within `static_tier_max_chunks` when it does not.
+fn writes_static_tier(chunks: usize, options: &IndexOptions) -> bool {
+    chunks <= STATIC_TIER_MAX_CHUNKS && (options.embed || chunks <= options.static_tier_max_chunks)
 }
 
 /// Writes the static tier for `manifest`, whose chunks all wait in `to_embed`; whether it is
@@ -1617,6 +1634,18 @@ mod tests {
     /// The default search ranks by the words until the implementation code has its vectors
     /// (`Snapshot::code_embedded`): pending tests and docs do not hold it back, a cold
     /// tree's pending code does, an edit's few pending chunks do not.
+    #[test]
+    fn a_tree_too_big_gets_no_static_tier_from_either_kind_of_update() {
+        let embeds = IndexOptions::default();
+        let words_only = IndexOptions { embed: false, static_tier_max_chunks: 1_000, ..IndexOptions::default() };
+        assert!(writes_static_tier(10, &embeds) && writes_static_tier(STATIC_TIER_MAX_CHUNKS, &embeds));
+        assert!(!writes_static_tier(STATIC_TIER_MAX_CHUNKS + 1, &embeds));
+        assert!(writes_static_tier(1_000, &words_only) && !writes_static_tier(1_001, &words_only));
+        let unbounded = IndexOptions { static_tier_max_chunks: usize::MAX, ..words_only };
+        assert!(!writes_static_tier(STATIC_TIER_MAX_CHUNKS + 1, &unbounded));
+        assert!(!writes_static_tier(10, &IndexOptions { embed: false, ..IndexOptions::default() }));
+    }
+
     #[test]
     fn code_embedded_counts_implementation_chunks_only() {
         let root = tempfile::tempdir().unwrap();
