@@ -393,7 +393,7 @@ pub fn is_implementation(path: &str, language: Language) -> bool {
 /// unit test kept inside it ([`is_test_chunk`]) and not comments alone (`code_lines`, as
 /// [`crate::chunk::code_lines`] counts them). In Rust sources such tests are often as many
 /// lines as the code (two fifths of one search engine's `src/`); a long doc comment is split off
-/// its function as windows of its own (a quarter of one Java library's chunks, a third of its
+/// its function as windows of its own (a fifth of one Java library's chunks, a quarter of its
 /// tokens). The index embeds both after the code, and the default search does not wait for
 /// their vectors; the words find them from the start.
 pub fn is_implementation_chunk(

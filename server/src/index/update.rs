@@ -1631,9 +1631,6 @@ mod tests {
         assert_eq!(snapshot.pending_under("li"), 0, "a directory is a whole path segment");
     }
 
-    /// The default search ranks by the words until the implementation code has its vectors
-    /// (`Snapshot::code_embedded`): pending tests and docs do not hold it back, a cold
-    /// tree's pending code does, an edit's few pending chunks do not.
     #[test]
     fn a_tree_too_big_gets_no_static_tier_from_either_kind_of_update() {
         let embeds = IndexOptions::default();
@@ -1646,6 +1643,9 @@ mod tests {
         assert!(!writes_static_tier(10, &IndexOptions { embed: false, ..IndexOptions::default() }));
     }
 
+    /// The default search ranks by the words until the implementation code has its vectors
+    /// (`Snapshot::code_embedded`): pending tests, docs and doc comments' windows do not hold it
+    /// back, a cold tree's pending code does, an edit's few pending chunks do not.
     #[test]
     fn code_embedded_counts_implementation_chunks_only() {
         let root = tempfile::tempdir().unwrap();
