@@ -389,22 +389,50 @@ pub fn is_implementation(path: &str, language: Language) -> bool {
     language.grammar().is_some() && !is_test_like(path) && !is_declaration_file(path)
 }
 
-/// A chunk of implementation code: in an implementation file ([`is_implementation`]), not a
+/// What a chunk is to the index's embedding order and to the rule that the default search
+/// ranks by the model's vectors once the code has them ([`chunk_role`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChunkRole {
+    /// Implementation code: embedded first, and the default search waits for its vectors.
+    Code,
+    /// A window of comments alone in implementation code (a long doc comment split off its
+    /// function): embedded right after the code; nothing waits for it.
+    CodeComment,
+    /// Everything else: tests (unit tests kept in a source file too), declaration files, prose.
+    Other,
+}
+
+/// [`ChunkRole`] of a chunk: code is in an implementation file ([`is_implementation`]), not a
 /// unit test kept inside it ([`is_test_chunk`]) and not comments alone (`code_lines`, as
 /// [`crate::chunk::code_lines`] counts them). In Rust sources such tests are often as many
 /// lines as the code (two fifths of one search engine's `src/`); a long doc comment is split off
 /// its function as windows of its own (a fifth of one Java library's chunks, a quarter of its
 /// tokens). The index embeds both after the code, and the default search does not wait for
 /// their vectors; the words find them from the start.
-pub fn is_implementation_chunk(
+pub fn chunk_role(
     path: &str,
     language: Language,
     container: &str,
     symbol: &str,
     is_module: bool,
     code_lines: u32,
-) -> bool {
-    is_implementation(path, language) && code_lines > 0 && !is_test_chunk(container, symbol, is_module)
+) -> ChunkRole {
+    if is_implementation(path, language) {
+        implementation_chunk_role(container, symbol, is_module, code_lines)
+    } else {
+        ChunkRole::Other
+    }
+}
+
+/// [`chunk_role`] of a chunk of a file already known to be [`is_implementation`].
+pub fn implementation_chunk_role(container: &str, symbol: &str, is_module: bool, code_lines: u32) -> ChunkRole {
+    if is_test_chunk(container, symbol, is_module) {
+        ChunkRole::Other
+    } else if code_lines == 0 {
+        ChunkRole::CodeComment
+    } else {
+        ChunkRole::Code
+    }
 }
 
 /// A declaration file: TypeScript's `.d.ts` (`.d.mts`, `.d.cts`), a Python stub (`.pyi`) or an

@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 
 use crate::chunk::ChunkKind;
 use crate::embed::{EmbedError, Vector};
-use crate::lang::Language;
+use crate::lang::{ChunkRole, Language};
 
 pub use ann::{Ann, EF_SEARCH, UnitCosine};
 pub use discover::{CEILING_ENV, Ceilings, Discovery, Found, discover};
@@ -325,12 +325,12 @@ impl Snapshot {
             let start = file.first_chunk.to_native() as usize;
             let end = start + file.chunk_count.to_native() as usize;
             if let Some(chunks) = m.chunks.get(start..end) {
-                // The file is code; its unit tests and comment-only windows are not
-                // (`lang::is_implementation_chunk`).
+                // The file is code; its unit tests and comment-only windows are not.
                 let code = |c: &&manifest::ArchivedChunkEntry| {
                     let module = ChunkKind::from_u8(c.kind) == ChunkKind::Module;
-                    c.code_lines.to_native() > 0
-                        && !crate::lang::is_test_chunk(c.container.as_str(), c.symbol.as_str(), module)
+                    let (container, symbol, code_lines) =
+                        (c.container.as_str(), c.symbol.as_str(), c.code_lines.to_native());
+                    crate::lang::implementation_chunk_role(container, symbol, module, code_lines) == ChunkRole::Code
                 };
                 code_pending += chunks.iter().filter(|c| c.slot.to_native() == NO_SLOT && code(c)).count();
             }

@@ -32,7 +32,7 @@ use super::vectors::{BLOCK_SLOTS, Encoding, VectorAppender, VectorFile};
 use super::{ANN_MIN_SLOTS, Ann, CURRENT, IndexError, IndexLocation, LEXICAL_DIR, read_current};
 use crate::chunk::{Chunk, ChunkConfig, ChunkKind, ContentHash, EmbedHeader, chunk_file, embedding_text};
 use crate::embed::{Embedder, ModelInfo, Vector};
-use crate::lang::Language;
+use crate::lang::{ChunkRole, Language};
 use crate::walk::{self, WalkOptions};
 
 /// How to index.
@@ -1006,14 +1006,13 @@ fn embedding_order(
         let language = Language::from_u8(file.language);
         let class = if urgent.contains(file.path.as_str()) {
             0
-        } else if is_code_chunk(chunk, file) {
-            1
-        } else if is_code_comment(chunk, file) {
-            2
-        } else if language.grammar().is_some() {
-            3
         } else {
-            4
+            match role(chunk, file) {
+                ChunkRole::Code => 1,
+                ChunkRole::CodeComment => 2,
+                ChunkRole::Other if language.grammar().is_some() => 3,
+                ChunkRole::Other => 4,
+            }
         };
         // Within a class: files of the latest commits first, then the newest files.
         (class, recent.get(&file.path).copied().unwrap_or(u32::MAX), u64::MAX - file.mtime_ns)
@@ -1022,9 +1021,9 @@ fn embedding_order(
     pending.iter().take_while(|(key, _)| rank(key).0 <= 1).count()
 }
 
-/// [`crate::lang::is_implementation_chunk`] of a chunk being written.
-fn is_code_chunk(chunk: &ChunkEntry, file: &FileEntry) -> bool {
-    crate::lang::is_implementation_chunk(
+/// [`crate::lang::chunk_role`] of a chunk being written.
+fn role(chunk: &ChunkEntry, file: &FileEntry) -> ChunkRole {
+    crate::lang::chunk_role(
         &file.path,
         Language::from_u8(file.language),
         &chunk.container,
@@ -1032,16 +1031,6 @@ fn is_code_chunk(chunk: &ChunkEntry, file: &FileEntry) -> bool {
         ChunkKind::from_u8(chunk.kind) == ChunkKind::Module,
         chunk.code_lines,
     )
-}
-
-/// A window of comments alone in implementation code (a long doc comment split off its
-/// function): after the code, before the tests.
-fn is_code_comment(chunk: &ChunkEntry, file: &FileEntry) -> bool {
-    let language = Language::from_u8(file.language);
-    let module = ChunkKind::from_u8(chunk.kind) == ChunkKind::Module;
-    chunk.code_lines == 0
-        && crate::lang::is_implementation(&file.path, language)
-        && !crate::lang::is_test_chunk(&chunk.container, &chunk.symbol, module)
 }
 
 /// How a file whose chunks the model could not take is listed as skipped.
