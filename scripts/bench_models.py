@@ -57,10 +57,6 @@ def code_chunks(tok: Tokenizer, n: int, lo: int = 100, hi: int = 250) -> list[st
     return out
 
 
-def make_session(path: Path, threads: int) -> ort.InferenceSession:
-    return engine_session(str(path), threads)
-
-
 def embed_all(sess, encs, batch: int) -> np.ndarray:
     vecs = []
     for i in range(0, len(encs), batch):
@@ -97,7 +93,7 @@ def main() -> int:
           f"threads {args.threads}; onnxruntime {ort.__version__}")
     sessions = {}
     for name in MODELS:
-        sessions[name] = make_session(home / "models" / name / "model.onnx", args.threads)
+        sessions[name] = engine_session(str(home / "models" / name / "model.onnx"), args.threads)
         embed_all(sessions[name], encs[:16], 8)  # warm-up
     order = sorted(range(len(encs)), key=lambda i: lens[i])
     settings = {"b1": (encs, 1), "b8": (encs, 8), "b8-sorted": ([encs[i] for i in order], 8)}

@@ -307,10 +307,6 @@ def topological(g: onnx.GraphProto, nodes: list) -> list:
     return order
 
 
-def session(model: bytes | str) -> ort.InferenceSession:
-    return engine_session(model, 1)
-
-
 def sample_texts(directory: str, limit: int) -> list[str]:
     """Windows of 30 lines from the source files under `directory`, every seventh, up to `limit`."""
     texts = []
@@ -395,7 +391,7 @@ def main() -> None:
     texts = sample_texts(args.texts, args.limit)
     if not texts:
         sys.exit(f"rewrite_graph: no source files under {args.texts}")
-    old, new = session(source), session(rewritten)
+    old, new = engine_session(source, 1), engine_session(rewritten, 1)
     before, t_before = embed(old, tokenizer, texts)
     after, t_after = embed(new, tokenizer, texts)
     cos = (before * after).sum(axis=1)
